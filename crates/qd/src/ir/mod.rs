@@ -1,0 +1,16 @@
+//! The kernel IR: typed SSA values, structured control flow, explicit memory spaces.
+//!
+//! Kernels are produced by the tracing front end ([`crate::trace`]) and consumed by every backend.
+//! [`verify`] checks them (types, structure, D3 uniformity), [`print_kernel`] renders them as text.
+
+pub mod eval;
+mod inst;
+mod print;
+mod types;
+pub mod uniformity;
+mod verify;
+
+pub use inst::*;
+pub use print::{print_kernel, render_inst};
+pub use types::*;
+pub use verify::{verify, VerifyError, VerifyOptions};

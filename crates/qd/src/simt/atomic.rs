@@ -1,0 +1,109 @@
+//! Atomics (seed 003): read-modify-write on one element, returning the old value.
+//!
+//! The defaults are relaxed at device scope (what CUDA's `atomicAdd` is, D6); [`atomic_rmw`] and
+//! [`atomic_cas_with`] take an explicit ordering and scope.
+
+use crate::ir::{AtomicOp, DType, InstKind, Ordering, Scope};
+use crate::trace::{current_loc, emit_at, new_value, op_scope, target, trace_error, Elem, Int, IntoVal, Num, Scalar, Val};
+
+/// Atomic `op` on `target` with an explicit ordering and scope; returns the old value.
+#[track_caller]
+pub fn atomic_rmw<T: Scalar>(
+    target_elem: Elem<T>,
+    op: AtomicOp,
+    value: impl IntoVal<T>,
+    ordering: Ordering,
+    scope: Scope,
+) -> Val<T> {
+    let loc = current_loc();
+    let value = value.into_val();
+    check_width(T::DTYPE, op.name());
+    let dst = new_value(T::DTYPE);
+    emit_at(
+        InstKind::Atomic { dst: Some(dst), place: target_elem.place(), op, value: value.id(), ordering, scope },
+        loc,
+    );
+    Val::from_id(dst)
+}
+
+#[track_caller]
+fn check_width(d: DType, name: &str) {
+    if d.bits() == 64 && d.is_int() && !target().caps.atomic_i64 {
+        let backend = target().backend;
+        trace_error(
+            &format!("atomic_{name}"),
+            format!("64-bit integer atomics ({d}) are not supported on {backend}; use i32/u32"),
+        );
+    }
+}
+
+macro_rules! rmw {
+    ($(#[$doc:meta])* $name:ident, $op:ident, $bound:ident) => {
+        $(#[$doc])*
+        #[track_caller]
+        pub fn $name<T: $bound>(target: Elem<T>, value: impl IntoVal<T>) -> Val<T> {
+            let _op = op_scope(stringify!($name));
+            atomic_rmw(target, AtomicOp::$op, value, Ordering::Relaxed, Scope::Device)
+        }
+    };
+}
+
+rmw!(
+    /// `old = x; x += y; old` (floats too).
+    atomic_add, Add, Num);
+rmw!(
+    /// `x *= y` (a CAS loop on every backend).
+    atomic_mul, Mul, Num);
+rmw!(
+    /// `x = min(x, y)` (floats: minNum, the non-NaN operand wins).
+    atomic_min, Min, Num);
+rmw!(
+    /// `x = max(x, y)`.
+    atomic_max, Max, Num);
+rmw!(
+    /// `x &= y` (integers only: a float is a compile error).
+    atomic_and, And, Int);
+rmw!(
+    /// `x |= y`.
+    atomic_or, Or, Int);
+rmw!(
+    /// `x ^= y`.
+    atomic_xor, Xor, Int);
+rmw!(
+    /// `x = y`, returning the old value.
+    atomic_exchange, Exchange, Num);
+
+/// `x -= y`: rewritten to `atomic_add(x, -y)` (wrapping negation for unsigned types).
+#[track_caller]
+pub fn atomic_sub<T: Num>(target: Elem<T>, value: impl IntoVal<T>) -> Val<T> {
+    let _op = op_scope("atomic_sub");
+    let neg = Val::constant(T::ZERO) - value.into_val();
+    atomic_rmw(target, AtomicOp::Add, neg, Ordering::Relaxed, Scope::Device)
+}
+
+/// Compare and swap: writes `desired` when `x == expected`; returns the old value (integers only).
+#[track_caller]
+pub fn atomic_cas<T: Int>(target: Elem<T>, expected: impl IntoVal<T>, desired: impl IntoVal<T>) -> Val<T> {
+    let _op = op_scope("atomic_cas");
+    atomic_cas_with(target, expected, desired, Ordering::Relaxed, Scope::Device)
+}
+
+/// Compare and swap with an explicit ordering and scope.
+#[track_caller]
+pub fn atomic_cas_with<T: Int>(
+    target_elem: Elem<T>,
+    expected: impl IntoVal<T>,
+    desired: impl IntoVal<T>,
+    ordering: Ordering,
+    scope: Scope,
+) -> Val<T> {
+    let loc = current_loc();
+    let (e, d) = (expected.into_val(), desired.into_val());
+    check_width(T::DTYPE, "cas");
+    let dst = new_value(T::DTYPE);
+    emit_at(
+        InstKind::Cas { dst, place: target_elem.place(), expected: e.id(), desired: d.id(), ordering, scope },
+        loc,
+    );
+    Val::from_id(dst)
+}

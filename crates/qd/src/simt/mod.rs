@@ -1,0 +1,7 @@
+//! The portable SIMT library: subgroup, block and grid primitives and atomics, written on top of the
+//! core intrinsics with trace-time choices per target.
+
+pub mod atomic;
+pub mod block;
+pub mod grid;
+pub mod subgroup;

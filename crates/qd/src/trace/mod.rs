@@ -1,0 +1,340 @@
+//! The tracing front end: kernels are Rust closures run once per (target, compile-time parameters),
+//! recording IR as they go.
+//!
+//! Compile-time parameters (sizes, dtypes, operator closures) are ordinary Rust values while tracing.
+//! Every traced operation goes through a thread-local builder; the first mistake is recorded with the
+//! user's source line and returned from [`Kernel::trace`] as a [`TraceError`].
+
+mod array;
+mod control;
+mod scalar;
+mod value;
+
+pub use array::{local_array, volatile_load, Array, Elem, SharedArray};
+pub use control::{break_, continue_, for_range, if_, if_else, loop_, return_, var, while_, Var};
+pub use scalar::{f16_bits_to_f32, f32_to_f16_bits, Float, Int, Num, Scalar, Shuffle, Signed, BF16, F16};
+pub use value::{bit_cast, cast, fma, select, IntoIndex, IntoVal, Val};
+pub(crate) use array::shared_array as shared_array_named;
+pub(crate) use value::new_value;
+
+use crate::backend::Target;
+use crate::ir::{self, Block, DType, Inst, InstKind, LaunchKind, SrcLoc, ValueId};
+use std::cell::RefCell;
+use std::sync::Arc;
+
+/// A mistake found while tracing: which kernel, which operation, where, and what.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("kernel `{kernel}`: `{op}` at {loc}: {message}")]
+pub struct TraceError {
+    /// Kernel name.
+    pub kernel: String,
+    /// The operation (e.g. `subgroup.reduce_add_tiled`, `block.sync`).
+    pub op: String,
+    /// The user's source line.
+    pub loc: SrcLoc,
+    /// What was wrong.
+    pub message: String,
+}
+
+impl From<ir::VerifyError> for TraceError {
+    fn from(e: ir::VerifyError) -> Self {
+        TraceError { kernel: e.kernel, op: e.op, loc: e.loc, message: e.message }
+    }
+}
+
+type Body = dyn Fn(&mut KernelBuilder) + Send + Sync;
+
+/// A kernel definition: a name, a launch shape and the Rust closure that traces its body.
+///
+/// Tracing happens when a device compiles the kernel, once per target.
+#[derive(Clone)]
+pub struct Kernel {
+    name: String,
+    launch: LaunchKind,
+    block_dim: u32,
+    body: Arc<Body>,
+}
+
+impl std::fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kernel").field("name", &self.name).field("block_dim", &self.block_dim).finish()
+    }
+}
+
+impl Kernel {
+    /// A range kernel (D1): the body calls [`KernelBuilder::parallel_for`] exactly once.
+    pub fn range(name: &str, block_dim: u32, body: impl Fn(&mut KernelBuilder) + Send + Sync + 'static) -> Kernel {
+        Kernel { name: name.to_string(), launch: LaunchKind::Range, block_dim, body: Arc::new(body) }
+    }
+
+    /// An explicit kernel: launched with a grid of blocks of `block_dim` threads chosen at launch.
+    pub fn explicit(name: &str, block_dim: u32, body: impl Fn(&mut KernelBuilder) + Send + Sync + 'static) -> Kernel {
+        Kernel { name: name.to_string(), launch: LaunchKind::Explicit, block_dim, body: Arc::new(body) }
+    }
+
+    /// Identity of the traced closure (the compile cache key).
+    pub(crate) fn body_ptr(&self) -> usize {
+        Arc::as_ptr(&self.body) as *const () as usize
+    }
+
+    /// The kernel's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Threads per block.
+    pub fn block_dim(&self) -> u32 {
+        self.block_dim
+    }
+
+    /// Range or explicit.
+    pub fn launch_kind(&self) -> LaunchKind {
+        self.launch
+    }
+
+    /// Traces the body for `target` and verifies the result.
+    pub fn trace(&self, target: &Target) -> Result<ir::Kernel, TraceError> {
+        let kernel = ir::Kernel {
+            name: self.name.clone(),
+            launch: self.launch,
+            block_dim: self.block_dim,
+            subgroup_size: target.subgroup_size,
+            params: Vec::new(),
+            values: Vec::new(),
+            locals: Vec::new(),
+            shared: Vec::new(),
+            local_arrays: Vec::new(),
+            body: Block::default(),
+        };
+        let state = State {
+            kernel,
+            blocks: vec![Block::default()],
+            error: None,
+            target: target.clone(),
+            generation: next_generation(),
+            loop_depth: 0,
+            op_scope: Vec::new(),
+        };
+        let previous = BUILDER.with(|b| b.borrow_mut().replace(state));
+        if previous.is_some() {
+            BUILDER.with(|b| *b.borrow_mut() = previous);
+            return Err(TraceError {
+                kernel: self.name.clone(),
+                op: "trace".into(),
+                loc: SrcLoc::caller(),
+                message: "kernels cannot be traced from inside another kernel's trace".into(),
+            });
+        }
+        let mut kb = KernelBuilder { _private: () };
+        if self.block_dim == 0 || self.block_dim > 1024 {
+            record_error("kernel", format!("block_dim must be in 1..=1024, got {}", self.block_dim));
+        } else if self.block_dim % target.subgroup_size != 0 {
+            // Allowed, but the last subgroup is partial: collectives there are reported by the verifier's
+            // users (block ops check it while tracing, the emulator at run time).
+        }
+        (self.body)(&mut kb);
+        let state = BUILDER.with(|b| b.borrow_mut().take()).expect("builder state present");
+        if let Some(e) = state.error {
+            return Err(e);
+        }
+        let mut kernel = state.kernel;
+        let mut blocks = state.blocks;
+        kernel.body = blocks.pop().unwrap_or_default();
+        ir::verify(&kernel, ir::VerifyOptions { uniform_broadcast_lane: target.caps.uniform_broadcast_lane })?;
+        Ok(kernel)
+    }
+}
+
+/// Handle given to a kernel body for declaring parameters and the parallel loop.
+pub struct KernelBuilder {
+    _private: (),
+}
+
+impl KernelBuilder {
+    /// Declares the next parameter as a global array of `T`.
+    #[track_caller]
+    pub fn array<T: Scalar>(&mut self, name: &str) -> Array<T> {
+        let index = with(|s| {
+            s.kernel.params.push(ir::Param::Array { name: name.to_string(), dtype: T::DTYPE });
+            s.kernel.params.len() as u32 - 1
+        });
+        Array::from_ref(ir::ArrayRef::Param(index))
+    }
+
+    /// Declares the next parameter as a scalar of `T`, passed by value.
+    #[track_caller]
+    pub fn scalar<T: Scalar>(&mut self, name: &str) -> Val<T> {
+        let v = with(|s| {
+            let value = s.new_value(T::DTYPE);
+            s.kernel.params.push(ir::Param::Scalar { name: name.to_string(), dtype: T::DTYPE, value });
+            value
+        });
+        Val::from_id(v)
+    }
+
+    /// The one parallel loop of a range kernel: `body(i)` runs for every `i` in `begin..end`, with
+    /// `thread_idx == (i - begin) % block_dim` (D1).
+    ///
+    /// `begin` and `end` must be computable on the host at launch: constants, scalar parameters,
+    /// array lengths and arithmetic on them.
+    #[track_caller]
+    pub fn parallel_for(&mut self, begin: impl IntoVal<i32>, end: impl IntoVal<i32>, body: impl FnOnce(Val<i32>)) {
+        let loc = current_loc();
+        let begin = begin.into_val().id();
+        let end = end.into_val().id();
+        let ok = with(|s| {
+            if s.kernel.launch != LaunchKind::Range {
+                s.fail("range", loc, "parallel_for is only allowed in a range kernel (Kernel::range)".into());
+                return None;
+            }
+            if s.blocks.len() != 1 {
+                s.fail("range", loc, "parallel_for must be called at the top level of the kernel body".into());
+                return None;
+            }
+            Some(s.new_value(DType::I32))
+        });
+        let Some(index) = ok else { return };
+        push_block();
+        body(Val::from_id(index));
+        let body = pop_block();
+        emit_at(InstKind::GridStride { begin, end, index, body }, loc);
+    }
+
+    /// The target being traced for.
+    pub fn target(&self) -> Target {
+        target()
+    }
+}
+
+thread_local! {
+    static BUILDER: RefCell<Option<State>> = const { RefCell::new(None) };
+}
+
+static GENERATION: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
+
+fn next_generation() -> u32 {
+    GENERATION.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+pub(crate) struct State {
+    pub(crate) kernel: ir::Kernel,
+    blocks: Vec<Block>,
+    error: Option<TraceError>,
+    pub(crate) target: Target,
+    pub(crate) generation: u32,
+    pub(crate) loop_depth: usize,
+    /// Library operations in progress: the outermost one names the op and the user's line.
+    op_scope: Vec<(&'static str, SrcLoc)>,
+}
+
+impl State {
+    pub(crate) fn new_value(&mut self, dtype: DType) -> ValueId {
+        self.kernel.values.push(dtype);
+        ValueId(self.kernel.values.len() as u32 - 1)
+    }
+
+    pub(crate) fn fail(&mut self, op: &str, loc: SrcLoc, message: String) {
+        if self.error.is_none() {
+            let (op, loc) = match self.op_scope.first() {
+                Some((name, l)) => (name.to_string(), *l),
+                None => (op.to_string(), loc),
+            };
+            self.error = Some(TraceError { kernel: self.kernel.name.clone(), op, loc, message });
+        }
+    }
+}
+
+/// Runs `f` on the builder of the trace in progress.
+///
+/// Panics when no trace is in progress: traced operations only make sense inside a kernel body.
+pub(crate) fn with<R>(f: impl FnOnce(&mut State) -> R) -> R {
+    BUILDER.with(|b| {
+        let mut b = b.borrow_mut();
+        let state = b
+            .as_mut()
+            .expect("qd: a traced operation was called outside a kernel body (only Kernel::trace runs kernel code)");
+        f(state)
+    })
+}
+
+/// The target of the trace in progress.
+pub fn target() -> Target {
+    with(|s| s.target.clone())
+}
+
+/// True while a kernel is being traced on this thread.
+pub fn is_tracing() -> bool {
+    BUILDER.with(|b| b.borrow().is_some())
+}
+
+/// The location recorded for an op: the outermost library call's, else the caller's.
+#[track_caller]
+pub(crate) fn current_loc() -> SrcLoc {
+    let own = SrcLoc::caller();
+    with(|s| s.op_scope.first().map(|x| x.1).unwrap_or(own))
+}
+
+/// Records an error for the trace in progress.
+#[track_caller]
+pub(crate) fn record_error(op: &str, message: String) {
+    let loc = SrcLoc::caller();
+    with(|s| s.fail(op, loc, message));
+}
+
+/// Marks a library operation: errors and instructions inside it point at the user's call.
+///
+/// ```
+/// # use qd::trace::op_scope;
+/// // inside a library function marked #[track_caller]:
+/// // let _op = op_scope("subgroup.reduce_add_tiled");
+/// ```
+#[track_caller]
+pub fn op_scope(name: &'static str) -> OpScope {
+    let loc = SrcLoc::caller();
+    with(|s| s.op_scope.push((name, loc)));
+    OpScope { _private: () }
+}
+
+/// Guard returned by [`op_scope`].
+pub struct OpScope {
+    _private: (),
+}
+
+impl Drop for OpScope {
+    fn drop(&mut self) {
+        BUILDER.with(|b| {
+            if let Some(s) = b.borrow_mut().as_mut() {
+                s.op_scope.pop();
+            }
+        });
+    }
+}
+
+/// Records an error naming the current library op (or `op`), at the user's line.
+#[track_caller]
+pub fn trace_error(op: &str, message: impl Into<String>) {
+    let loc = current_loc();
+    with(|s| s.fail(op, loc, message.into()));
+}
+
+pub(crate) fn emit_at(kind: InstKind, loc: SrcLoc) {
+    with(|s| {
+        let loc = s.op_scope.first().map(|x| x.1).unwrap_or(loc);
+        s.blocks.last_mut().expect("a block is open").insts.push(Inst { kind, loc });
+    });
+}
+
+#[track_caller]
+pub(crate) fn emit(kind: InstKind) {
+    let loc = SrcLoc::caller();
+    emit_at(kind, loc);
+}
+
+pub(crate) fn push_block() {
+    with(|s| s.blocks.push(Block::default()));
+}
+
+pub(crate) fn pop_block() -> Block {
+    with(|s| s.blocks.pop().expect("a block is open"))
+}
+
