@@ -1,1 +1,7 @@
-fn main() {}
+//! The `qd` command.
+
+mod conformance;
+
+fn main() {
+    let _ = conformance::all_cases();
+}

@@ -6,6 +6,7 @@
 //! pick per-target lowerings, and unsupported features fail while tracing with the op and backend named.
 
 pub mod cpu;
+pub mod ptx;
 
 use std::fmt;
 

@@ -1,0 +1,63 @@
+//! The conformance suite: a table of cases (op × dtype × tile size), each with fresh random inputs
+//! from a printed seed and a host reference, run unchanged on every backend.
+//!
+//! A case a backend cannot run reports [`Outcome::Skip`] with its reason; skips never count as passes.
+
+pub mod examples;
+pub mod subgroup;
+pub mod rng;
+
+pub use rng::Rng;
+
+use qd::prelude::Device;
+
+/// What a case concluded.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// The device matched the host reference.
+    Pass,
+    /// The case cannot run on this device; the reason says why.
+    Skip(String),
+}
+
+/// Result of one case: an outcome, or a failure message.
+pub type CaseResult = Result<Outcome, String>;
+
+/// One conformance case.
+pub struct Case {
+    /// Stable id, e.g. `subgroup/reduce_add_tiled/i32/L3`.
+    pub id: String,
+    /// Runs the case on a device with a random stream.
+    pub run: Box<dyn Fn(&Device, &mut Rng) -> CaseResult + Send + Sync>,
+}
+
+impl Case {
+    /// A case from an id and a closure.
+    pub fn new(id: impl Into<String>, run: impl Fn(&Device, &mut Rng) -> CaseResult + Send + Sync + 'static) -> Case {
+        Case { id: id.into(), run: Box::new(run) }
+    }
+}
+
+/// Every case of the suite, in a stable order.
+pub fn all_cases() -> Vec<Case> {
+    let mut cases = Vec::new();
+    examples::register(&mut cases);
+    subgroup::register(&mut cases);
+    cases
+}
+
+/// Compares two slices exactly, naming the first mismatch.
+pub fn expect_eq<T: PartialEq + std::fmt::Debug>(what: &str, got: &[T], want: &[T]) -> Result<(), String> {
+    if got.len() != want.len() {
+        return Err(format!("{what}: {} elements, expected {}", got.len(), want.len()));
+    }
+    match got.iter().zip(want).position(|(g, w)| g != w) {
+        None => Ok(()),
+        Some(i) => Err(format!("{what}[{i}] = {:?}, expected {:?}", got[i], want[i])),
+    }
+}
+
+/// Maps any displayable error into a failure message.
+pub fn fail<E: std::fmt::Display>(e: E) -> String {
+    e.to_string()
+}

@@ -1,0 +1,6 @@
+//! Conformance cases: subgroup.
+
+use super::Case;
+
+/// Adds this module's cases.
+pub fn register(_cases: &mut Vec<Case>) {}

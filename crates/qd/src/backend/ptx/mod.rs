@@ -1,0 +1,1 @@
+//! The NVPTX backend: PTX text printed from the IR (seed 004's emission contract, D7).
