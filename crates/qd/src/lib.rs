@@ -33,7 +33,8 @@ pub mod prelude {
     pub use crate::runtime::{Arg, Device, DeviceArray, Error as QdError, Grid};
     pub use crate::simt::{atomic::*, block, grid, subgroup};
     pub use crate::trace::{
-        bit_cast, cast, fma, if_, if_else, loop_, break_, continue_, return_, select, var, volatile_load,
-        Array, Elem, Kernel, KernelBuilder, Scalar, SharedArray, Val, Var, F16, BF16,
+        bit_cast, break_, cast, continue_, fma, for_range, if_, if_else, local_array, loop_, return_, select, var,
+        volatile_load, while_, Array, Elem, Float, Int, Kernel, KernelBuilder, Num, Scalar, SharedArray, Val, Var,
+        BF16, F16,
     };
 }

@@ -51,12 +51,9 @@ pub fn loop_(body: impl FnOnce()) {
 /// `while cond() { body() }`: `cond` is traced at the top of every iteration.
 #[track_caller]
 pub fn while_(cond: impl FnOnce() -> Val<bool>, body: impl FnOnce()) {
-    let loc = current_loc();
     loop_(|| {
-        let c = cond();
-        let stop = !c;
+        let stop = !cond();
         if_(stop, break_);
-        let _ = loc;
         body();
     });
 }
@@ -69,8 +66,9 @@ pub fn for_range<T: Int>(begin: impl IntoVal<T>, end: impl IntoVal<T>, body: imp
     loop_(|| {
         let cur = i.get();
         if_(cur.ge(end), break_);
-        body(cur);
+        // Advance before the body so that `continue_` inside it moves to the next index.
         i.set(cur + T::ONE);
+        body(cur);
     });
 }
 
