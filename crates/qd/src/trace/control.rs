@@ -2,7 +2,7 @@
 
 use super::scalar::{Int, Scalar};
 use super::value::{new_value, IntoVal, Val};
-use super::{current_loc, emit_at, pop_block, push_block, with};
+use super::{current_loc, emit_at, pop_block, push_block_at, with};
 use crate::ir::{InstKind, LocalDecl, LocalId, SrcLoc};
 use std::marker::PhantomData;
 
@@ -27,10 +27,10 @@ pub fn if_(cond: impl IntoVal<bool>, then: impl FnOnce()) {
 pub fn if_else(cond: impl IntoVal<bool>, then: impl FnOnce(), otherwise: impl FnOnce()) {
     let loc = current_loc();
     let cond = cond.into_val().id();
-    push_block();
+    push_block_at(loc);
     then();
     let then_block = pop_block();
-    push_block();
+    push_block_at(loc);
     otherwise();
     let else_block = pop_block();
     emit_at(InstKind::If { cond, then_block, else_block }, loc);
@@ -41,7 +41,7 @@ pub fn if_else(cond: impl IntoVal<bool>, then: impl FnOnce(), otherwise: impl Fn
 pub fn loop_(body: impl FnOnce()) {
     let loc = current_loc();
     with(|s| s.loop_depth += 1);
-    push_block();
+    push_block_at(loc);
     body();
     let body = pop_block();
     with(|s| s.loop_depth -= 1);

@@ -114,6 +114,7 @@ impl Kernel {
             generation: next_generation(),
             loop_depth: 0,
             op_scope: Vec::new(),
+            control_loc: Vec::new(),
         };
         let previous = BUILDER.with(|b| b.borrow_mut().replace(state));
         if previous.is_some() {
@@ -125,12 +126,19 @@ impl Kernel {
                 message: "kernels cannot be traced from inside another kernel's trace".into(),
             });
         }
+        // Clears the builder even if the body panics, so the next trace on this thread starts clean.
+        struct Reset;
+        impl Drop for Reset {
+            fn drop(&mut self) {
+                BUILDER.with(|b| b.borrow_mut().take());
+            }
+        }
+        let _reset = Reset;
         let mut kb = KernelBuilder { _private: () };
+        // A block_dim that is not a multiple of the subgroup width is allowed: collectives in its
+        // partial last subgroup are reported by the emulator, and block ops check it while tracing.
         if self.block_dim == 0 || self.block_dim > 1024 {
             record_error("kernel", format!("block_dim must be in 1..=1024, got {}", self.block_dim));
-        } else if self.block_dim % target.subgroup_size != 0 {
-            // Allowed, but the last subgroup is partial: collectives there are reported by the verifier's
-            // users (block ops check it while tracing, the emulator at run time).
         }
         (self.body)(&mut kb);
         let state = BUILDER.with(|b| b.borrow_mut().take()).expect("builder state present");
@@ -194,7 +202,7 @@ impl KernelBuilder {
             Some(s.new_value(DType::I32))
         });
         let Some(index) = ok else { return };
-        push_block();
+        push_block_at(loc);
         body(Val::from_id(index));
         let body = pop_block();
         emit_at(InstKind::GridStride { begin, end, index, body }, loc);
@@ -225,6 +233,9 @@ pub(crate) struct State {
     pub(crate) loop_depth: usize,
     /// Library operations in progress: the outermost one names the op and the user's line.
     op_scope: Vec<(&'static str, SrcLoc)>,
+    /// Lines of the enclosing control-flow calls, used when an op is passed as a function value
+    /// (`if_(c, block::sync)`) and `#[track_caller]` only sees the standard library's shim.
+    control_loc: Vec<SrcLoc>,
 }
 
 impl State {
@@ -233,12 +244,20 @@ impl State {
         ValueId(self.kernel.values.len() as u32 - 1)
     }
 
+    /// The user's line for an op recorded at `loc`.
+    pub(crate) fn user_loc(&self, loc: SrcLoc) -> SrcLoc {
+        let loc = self.op_scope.first().map(|x| x.1).unwrap_or(loc);
+        if loc.file.starts_with("/rustc/") {
+            self.control_loc.last().copied().unwrap_or(loc)
+        } else {
+            loc
+        }
+    }
+
     pub(crate) fn fail(&mut self, op: &str, loc: SrcLoc, message: String) {
         if self.error.is_none() {
-            let (op, loc) = match self.op_scope.first() {
-                Some((name, l)) => (name.to_string(), *l),
-                None => (op.to_string(), loc),
-            };
+            let op = self.op_scope.first().map(|x| x.0.to_string()).unwrap_or_else(|| op.to_string());
+            let loc = self.user_loc(loc);
             self.error = Some(TraceError { kernel: self.kernel.name.clone(), op, loc, message });
         }
     }
@@ -271,7 +290,7 @@ pub fn is_tracing() -> bool {
 #[track_caller]
 pub(crate) fn current_loc() -> SrcLoc {
     let own = SrcLoc::caller();
-    with(|s| s.op_scope.first().map(|x| x.1).unwrap_or(own))
+    with(|s| s.user_loc(own))
 }
 
 /// Records an error for the trace in progress.
@@ -291,7 +310,10 @@ pub(crate) fn record_error(op: &str, message: String) {
 #[track_caller]
 pub fn op_scope(name: &'static str) -> OpScope {
     let loc = SrcLoc::caller();
-    with(|s| s.op_scope.push((name, loc)));
+    with(|s| {
+        let loc = s.user_loc(loc);
+        s.op_scope.push((name, loc))
+    });
     OpScope { _private: () }
 }
 
@@ -319,7 +341,7 @@ pub fn trace_error(op: &str, message: impl Into<String>) {
 
 pub(crate) fn emit_at(kind: InstKind, loc: SrcLoc) {
     with(|s| {
-        let loc = s.op_scope.first().map(|x| x.1).unwrap_or(loc);
+        let loc = s.user_loc(loc);
         s.blocks.last_mut().expect("a block is open").insts.push(Inst { kind, loc });
     });
 }
@@ -330,11 +352,18 @@ pub(crate) fn emit(kind: InstKind) {
     emit_at(kind, loc);
 }
 
-pub(crate) fn push_block() {
-    with(|s| s.blocks.push(Block::default()));
+/// Opens a nested block for a control-flow call written at `loc`.
+pub(crate) fn push_block_at(loc: SrcLoc) {
+    with(|s| {
+        s.blocks.push(Block::default());
+        s.control_loc.push(loc);
+    });
 }
 
 pub(crate) fn pop_block() -> Block {
-    with(|s| s.blocks.pop().expect("a block is open"))
+    with(|s| {
+        s.control_loc.pop();
+        s.blocks.pop().expect("a block is open")
+    })
 }
 
