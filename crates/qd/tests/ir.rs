@@ -93,7 +93,9 @@ fn floats_fma_sqrt_bit_cast_half() {
     let bits = d.zeros::<u32>(32).unwrap();
     let h = d.zeros::<F16>(32).unwrap();
     d.launch(&k, &[out.arg(), bits.arg(), h.arg()]).unwrap();
-    for (i, ((o, b), hv)) in out.to_vec().unwrap().iter().zip(bits.to_vec().unwrap()).zip(h.to_vec().unwrap()).enumerate() {
+    for (i, ((o, b), hv)) in
+        out.to_vec().unwrap().iter().zip(bits.to_vec().unwrap()).zip(h.to_vec().unwrap()).enumerate()
+    {
         let x = i as f32;
         assert_eq!(*o, x.mul_add(0.5, x.sqrt()));
         assert_eq!(b, x.to_bits());
@@ -240,10 +242,13 @@ fn control_of(ir: &qd::ir::Kernel, pred: impl Fn(&InstKind) -> bool) -> Uniformi
     found.expect("instruction present")
 }
 
+/// A condition built from the kernel's array and the thread index.
+type Condition = Box<dyn Fn(&Array<i32>, Val<i32>) -> Val<bool> + Send + Sync>;
+
 #[test]
 fn uniformity_uniform_block_subgroup_and_varying_conditions() {
     let is_store = |k: &InstKind| matches!(k, InstKind::Store { .. });
-    let cases: Vec<(&str, Uniformity, Box<dyn Fn(&Array<i32>, Val<i32>) -> Val<bool> + Send + Sync>)> = vec![
+    let cases: Vec<(&str, Uniformity, Condition)> = vec![
         ("uniform", Uniformity::Uniform, Box::new(|a, _| a.len().gt(3))),
         ("block", Uniformity::Block, Box::new(|_, _| block::block_idx().eq(1))),
         ("subgroup", Uniformity::Subgroup, Box::new(|_, t| subgroup::ballot(t.gt(3)).ne(0u64))),

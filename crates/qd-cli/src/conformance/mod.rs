@@ -4,8 +4,8 @@
 //! A case a backend cannot run reports [`Outcome::Skip`] with its reason; skips never count as passes.
 
 pub mod examples;
-pub mod subgroup;
 pub mod rng;
+pub mod subgroup;
 
 pub use rng::Rng;
 

@@ -242,7 +242,9 @@ pub fn cast(from: DType, to: DType, a: u64) -> Result<u64, EvalError> {
 pub fn fma(d: DType, a: u64, b: u64, c: u64) -> Result<u64, EvalError> {
     match d {
         DType::F64 => Ok(f64::from_bits(a).mul_add(f64::from_bits(b), f64::from_bits(c)).to_bits()),
-        DType::F32 => Ok(f32::from_bits(a as u32).mul_add(f32::from_bits(b as u32), f32::from_bits(c as u32)).to_bits() as u64),
+        DType::F32 => {
+            Ok(f32::from_bits(a as u32).mul_add(f32::from_bits(b as u32), f32::from_bits(c as u32)).to_bits() as u64)
+        }
         DType::F16 | DType::BF16 => {
             let r = (to_f64(d, a) * to_f64(d, b) + to_f64(d, c)) as f32;
             Ok(from_f32(d, r))
@@ -261,7 +263,10 @@ mod tests {
         assert_eq!(binary(DType::U32, BinOp::Shl, 1, 33).unwrap(), 2);
         assert_eq!(sext(DType::I32, binary(DType::I32, BinOp::Shr, (-8i32) as u32 as u64, 1).unwrap()), -4);
         assert_eq!(binary(DType::I32, BinOp::Div, 1, 0), Err(EvalError::DivisionByZero));
-        assert_eq!(sext(DType::I32, binary(DType::I32, BinOp::Div, i32::MIN as u32 as u64, u32::MAX as u64).unwrap()), i32::MIN as i64);
+        assert_eq!(
+            sext(DType::I32, binary(DType::I32, BinOp::Div, i32::MIN as u32 as u64, u32::MAX as u64).unwrap()),
+            i32::MIN as i64
+        );
     }
 
     #[test]

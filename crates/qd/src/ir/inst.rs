@@ -395,23 +395,9 @@ pub enum InstKind {
     /// Store one element.
     Store { place: Place, value: ValueId, kind: StoreKind },
     /// Atomic read-modify-write; `dst` is `None` when the old value is unused (may print as `red`).
-    Atomic {
-        dst: Option<ValueId>,
-        place: Place,
-        op: AtomicOp,
-        value: ValueId,
-        ordering: Ordering,
-        scope: Scope,
-    },
+    Atomic { dst: Option<ValueId>, place: Place, op: AtomicOp, value: ValueId, ordering: Ordering, scope: Scope },
     /// Compare and swap: `dst` = old value.
-    Cas {
-        dst: ValueId,
-        place: Place,
-        expected: ValueId,
-        desired: ValueId,
-        ordering: Ordering,
-        scope: Scope,
-    },
+    Cas { dst: ValueId, place: Place, expected: ValueId, desired: ValueId, ordering: Ordering, scope: Scope },
     /// Shuffle across the subgroup; `valid` receives whether the source lane was in range.
     Shuffle { dst: ValueId, valid: Option<ValueId>, kind: ShuffleKind, value: ValueId, lane: ValueId },
     /// Every lane reads `value` from lane `lane` (which some targets require to be subgroup-uniform).

@@ -119,14 +119,7 @@ pub fn render_inst(k: &Kernel, kind: &InstKind) -> String {
         }
         Atomic { dst, place: p, op, value, ordering, scope } => {
             let lhs = dst.map(|d| format!("{} = ", v(k, d))).unwrap_or_default();
-            format!(
-                "{lhs}atomic.{}.{}.{} {}, %{}",
-                op.name(),
-                ordering.name(),
-                scope.name(),
-                place(p),
-                value.0
-            )
+            format!("{lhs}atomic.{}.{}.{} {}, %{}", op.name(), ordering.name(), scope.name(), place(p), value.0)
         }
         Cas { dst, place: p, expected, desired, ordering, scope } => format!(
             "{} = atomic.cas.{}.{} {}, %{}, %{}",
@@ -139,13 +132,7 @@ pub fn render_inst(k: &Kernel, kind: &InstKind) -> String {
         ),
         Shuffle { dst, valid, kind, value, lane } => {
             let valid = valid.map(|p| format!("|%{}", p.0)).unwrap_or_default();
-            format!(
-                "{}{valid} = shuffle.{} %{}, %{}",
-                v(k, *dst),
-                lower(format!("{kind:?}")),
-                value.0,
-                lane.0
-            )
+            format!("{}{valid} = shuffle.{} %{}, %{}", v(k, *dst), lower(format!("{kind:?}")), value.0, lane.0)
         }
         Broadcast { dst, value, lane } => format!("{} = broadcast %{}, %{}", v(k, *dst), value.0, lane.0),
         Ballot { dst, pred } => format!("{} = ballot %{}", v(k, *dst), pred.0),

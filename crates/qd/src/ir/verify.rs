@@ -86,7 +86,9 @@ impl Verifier<'_> {
                 }
                 InstKind::GridStride { body, .. } => {
                     if !top || self.k.launch != LaunchKind::Range {
-                        return Err(self.err(inst, "the parallel range loop must be at the top level of a range kernel".into()));
+                        return Err(
+                            self.err(inst, "the parallel range loop must be at the top level of a range kernel".into())
+                        );
                     }
                     self.grid_strides += 1;
                     self.block(body, false)?;
@@ -151,7 +153,9 @@ impl Verifier<'_> {
                 }
             }
             BitCast { dst, a } if self.ty(*dst).bits() != self.ty(*a).bits() => {
-                return Err(self.err(inst, format!("bit_cast between {} and {} changes the width", self.ty(*a), self.ty(*dst))));
+                return Err(
+                    self.err(inst, format!("bit_cast between {} and {} changes the width", self.ty(*a), self.ty(*dst)))
+                );
             }
             Load { dst, place, .. } => {
                 index(place)?;
@@ -183,7 +187,8 @@ impl Verifier<'_> {
                 if bitwise && !t.is_int() {
                     return Err(self.err(inst, format!("'atomic_{}' requires integer operands, got '{t}'", op.name())));
                 }
-                if !bitwise && !(t.is_numeric() || t.is_packed() || (*op == AtomicOp::Exchange && t == DType::B128)) {
+                let exchangeable = *op == AtomicOp::Exchange && t == DType::B128;
+                if !(bitwise || t.is_numeric() || t.is_packed() || exchangeable) {
                     return Err(self.err(inst, format!("'atomic_{}' does not accept '{t}'", op.name())));
                 }
             }

@@ -4,7 +4,9 @@
 //! [`atomic_cas_with`] take an explicit ordering and scope.
 
 use crate::ir::{AtomicOp, DType, InstKind, Ordering, Scope};
-use crate::trace::{current_loc, emit_at, new_value, op_scope, target, trace_error, Elem, Int, IntoVal, Num, Scalar, Val};
+use crate::trace::{
+    current_loc, emit_at, new_value, op_scope, target, trace_error, Elem, Int, IntoVal, Num, Scalar, Val,
+};
 
 /// Atomic `op` on `target` with an explicit ordering and scope; returns the old value.
 #[track_caller]
@@ -101,9 +103,6 @@ pub fn atomic_cas_with<T: Int>(
     let (e, d) = (expected.into_val(), desired.into_val());
     check_width(T::DTYPE, "cas");
     let dst = new_value(T::DTYPE);
-    emit_at(
-        InstKind::Cas { dst, place: target_elem.place(), expected: e.id(), desired: d.id(), ordering, scope },
-        loc,
-    );
+    emit_at(InstKind::Cas { dst, place: target_elem.place(), expected: e.id(), desired: d.id(), ordering, scope }, loc);
     Val::from_id(dst)
 }

@@ -1,9 +1,7 @@
 //! Block (CTA / workgroup) primitives (seed 000).
 
 use crate::ir::{BarrierReduce, DType, InstKind, Ordering, Scope, Special};
-use crate::trace::{
-    self, current_loc, emit_at, new_value, op_scope, target, Array, IntoVal, Scalar, Val,
-};
+use crate::trace::{self, current_loc, emit_at, new_value, op_scope, target, Array, IntoVal, Scalar, Val};
 
 /// Block-wide barrier: every thread of the block waits here; also orders memory for the block
 /// (D6). Must be reached by every thread (rejected under varying control flow while tracing).

@@ -1,7 +1,7 @@
 //! Grid (device) scope primitives (seed 001).
 
 use crate::ir::{InstKind, Ordering, Scope};
-use crate::trace::{emit_at, op_scope, current_loc};
+use crate::trace::{current_loc, emit_at, op_scope};
 
 /// Device-scope memory fence: orders the calling thread's memory operations for every thread of the
 /// launch (CUDA `fence.sc.gpu` = `membar.gl`, D6). No convergence requirement.

@@ -10,12 +10,12 @@ mod control;
 mod scalar;
 mod value;
 
+pub(crate) use array::shared_array as shared_array_named;
 pub use array::{local_array, volatile_load, Array, Elem, SharedArray};
 pub use control::{break_, continue_, for_range, if_, if_else, loop_, return_, var, while_, Var};
 pub use scalar::{f16_bits_to_f32, f32_to_f16_bits, Float, Int, Num, Scalar, Shuffle, Signed, BF16, F16};
-pub use value::{bit_cast, cast, fma, select, IntoIndex, IntoVal, Val};
-pub(crate) use array::shared_array as shared_array_named;
 pub(crate) use value::new_value;
+pub use value::{bit_cast, cast, fma, select, IntoIndex, IntoVal, Val};
 
 use crate::backend::Target;
 use crate::ir::{self, Block, DType, Inst, InstKind, LaunchKind, SrcLoc, ValueId};
@@ -366,4 +366,3 @@ pub(crate) fn pop_block() -> Block {
         s.blocks.pop().expect("a block is open")
     })
 }
-

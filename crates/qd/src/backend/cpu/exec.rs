@@ -175,7 +175,10 @@ pub fn launch(prog: &Program, geo: LaunchGeometry, args: &[CpuArg], opts: &Optio
         return Err(EmuError {
             kernel: k.name.clone(),
             loc: None,
-            kind: EmuErrorKind::BadArguments(format!("subgroup size {} is not a power of two in 4..=64", geo.subgroup_size)),
+            kind: EmuErrorKind::BadArguments(format!(
+                "subgroup size {} is not a power of two in 4..=64",
+                geo.subgroup_size
+            )),
         });
     }
     if geo.grid == 0 {
@@ -335,11 +338,8 @@ impl<'a, 'b> BlockExec<'a, 'b> {
                 }
             })
             .collect::<Vec<_>>();
-        let queue = sgs
-            .iter()
-            .enumerate()
-            .map(|(i, s)| Path { sg: i, pc: 0, mask: s.launched, frames: Vec::new() })
-            .collect();
+        let queue =
+            sgs.iter().enumerate().map(|(i, s)| Path { sg: i, pc: 0, mask: s.launched, frames: Vec::new() }).collect();
         BlockExec {
             sh,
             block,
@@ -368,7 +368,7 @@ impl<'a, 'b> BlockExec<'a, 'b> {
                     Event::Barrier(p) => at_barrier.push(p),
                 }
                 tick = tick.wrapping_add(1);
-                if tick % 64 == 0 {
+                if tick.is_multiple_of(64) {
                     self.check_progress(watch)?;
                 }
             }
@@ -381,7 +381,10 @@ impl<'a, 'b> BlockExec<'a, 'b> {
         if !waiting.is_empty() {
             return Err(self.err(
                 None,
-                EmuErrorKind::Deadlock { block: self.block, detail: format!("{} join points never completed", waiting.len()) },
+                EmuErrorKind::Deadlock {
+                    block: self.block,
+                    detail: format!("{} join points never completed", waiting.len()),
+                },
             ));
         }
         Ok(())
@@ -427,7 +430,11 @@ impl<'a, 'b> BlockExec<'a, 'b> {
         if let Some(other) = at.iter().find(|p| p.pc != first) {
             return Err(self.err(
                 Some(prog.locs[first]),
-                EmuErrorKind::BarrierMismatch { block: self.block, first: prog.locs[first], second: prog.locs[other.pc] },
+                EmuErrorKind::BarrierMismatch {
+                    block: self.block,
+                    first: prog.locs[first],
+                    second: prog.locs[other.pc],
+                },
             ));
         }
         std::sync::atomic::fence(MemOrd::SeqCst);
@@ -845,7 +852,8 @@ impl<'a, 'b> BlockExec<'a, 'b> {
             }),
             Cast { dst, a } => {
                 let (from, to) = (k.dtype(*a), k.dtype(*dst));
-                per_lane!(dst, |l| eval::cast(from, to, self.reg(sgi, *a, l)).map_err(|e| self.eval_err(kind, loc, e))?)
+                per_lane!(dst, |l| eval::cast(from, to, self.reg(sgi, *a, l))
+                    .map_err(|e| self.eval_err(kind, loc, e))?)
             }
             BitCast { dst, a } => per_lane!(dst, |l| self.reg(sgi, *a, l)),
             Fma { dst, a, b, c } => {
@@ -939,7 +947,14 @@ impl<'a, 'b> BlockExec<'a, 'b> {
                 self.collective(kind, sgi);
             }
             Fence { .. } => std::sync::atomic::fence(MemOrd::SeqCst),
-            BlockBarrier { .. } | Nv { .. } | If { .. } | Loop { .. } | Break | Continue | Return | GridStride { .. } => {
+            BlockBarrier { .. }
+            | Nv { .. }
+            | If { .. }
+            | Loop { .. }
+            | Break
+            | Continue
+            | Return
+            | GridStride { .. } => {
                 unreachable!("handled by the scheduler or rejected by program::compile")
             }
         }

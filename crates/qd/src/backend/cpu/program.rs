@@ -123,20 +123,25 @@ fn lower_block(p: &mut Program, insts: &[crate::ir::Inst]) -> Result<(), TraceEr
 
 fn check_supported(k: &Kernel, kind: &InstKind, loc: SrcLoc) -> Result<(), TraceError> {
     match kind {
-        InstKind::Nv { .. } => Err(unsupported(k, kind.mnemonic(), loc, "the NVIDIA-only families need the `nv` capability")),
-        InstKind::Special { reg: Special::Nv(s), .. } if !matches!(
-            s,
-            NvSreg::Tid(0) | NvSreg::Ntid(0) | NvSreg::Ctaid(0) | NvSreg::Nctaid(0) | NvSreg::Laneid | NvSreg::Warpsize
-        ) =>
+        InstKind::Nv { .. } => {
+            Err(unsupported(k, kind.mnemonic(), loc, "the NVIDIA-only families need the `nv` capability"))
+        }
+        InstKind::Special { reg: Special::Nv(s), .. }
+            if !matches!(
+                s,
+                NvSreg::Tid(0)
+                    | NvSreg::Ntid(0)
+                    | NvSreg::Ctaid(0)
+                    | NvSreg::Nctaid(0)
+                    | NvSreg::Laneid
+                    | NvSreg::Warpsize
+            ) =>
         {
             Err(unsupported(k, kind.mnemonic(), loc, "this special register has no emulator value"))
         }
         _ => {
-            let packed = kind
-                .defs()
-                .into_iter()
-                .chain(kind.uses())
-                .any(|v| k.dtype(v).is_packed() || k.dtype(v).bits() > 64);
+            let packed =
+                kind.defs().into_iter().chain(kind.uses()).any(|v| k.dtype(v).is_packed() || k.dtype(v).bits() > 64);
             if packed {
                 return Err(unsupported(k, kind.mnemonic(), loc, "packed f16x2/bf16x2 and b128 values"));
             }
