@@ -24,6 +24,7 @@
 
 pub mod backend;
 pub mod ir;
+pub mod nv;
 pub mod runtime;
 pub mod simt;
 pub mod trace;

@@ -79,7 +79,7 @@ pub struct Target {
 impl Target {
     /// The CPU emulator with subgroups of `subgroup_size` lanes (4 to 64).
     pub fn cpu(subgroup_size: u32) -> Target {
-        Target { backend: BackendKind::Cpu, subgroup_size, caps: cpu::caps() }
+        Target { backend: BackendKind::Cpu, subgroup_size, caps: cpu::caps(subgroup_size) }
     }
 
     /// log2 of the subgroup width.

@@ -864,19 +864,8 @@ impl<'a, 'b> BlockExec<'a, 'b> {
             Special { dst, reg } => {
                 let geo = self.sh.geo;
                 let block = self.block as u64;
-                per_lane!(dst, |l| {
-                    let tid = (sgi * w + l) as u64;
-                    match reg {
-                        crate::ir::Special::LaneId | crate::ir::Special::Nv(NvSreg::Laneid) => l as u64,
-                        crate::ir::Special::SubgroupSize | crate::ir::Special::Nv(NvSreg::Warpsize) => w as u64,
-                        crate::ir::Special::ThreadIdx | crate::ir::Special::Nv(NvSreg::Tid(_)) => tid,
-                        crate::ir::Special::BlockIdx | crate::ir::Special::Nv(NvSreg::Ctaid(_)) => block,
-                        crate::ir::Special::BlockDim | crate::ir::Special::Nv(NvSreg::Ntid(_)) => geo.block_dim as u64,
-                        crate::ir::Special::GridDim | crate::ir::Special::Nv(NvSreg::Nctaid(_)) => geo.grid as u64,
-                        crate::ir::Special::GlobalThreadIdx => (block * geo.block_dim as u64 + tid) & 0xFFFF_FFFF,
-                        crate::ir::Special::Nv(_) => 0,
-                    }
-                })
+                let (nsg, start) = (self.sgs.len() as u64, self.sh.start);
+                per_lane!(dst, |l| special_value(*reg, l, sgi, w, block, geo, nsg, start))
             }
             ArrayLen { dst, array } => {
                 let n = self.array_len(*array) as u64;
@@ -947,15 +936,125 @@ impl<'a, 'b> BlockExec<'a, 'b> {
                 self.collective(kind, sgi);
             }
             Fence { .. } => std::sync::atomic::fence(MemOrd::SeqCst),
-            BlockBarrier { .. }
-            | Nv { .. }
-            | If { .. }
-            | Loop { .. }
-            | Break
-            | Continue
-            | Return
-            | GridStride { .. } => {
+            Nv { op, dsts, args, place } => self.nv(kind, loc, path, op, dsts, args, place.as_ref())?,
+            BlockBarrier { .. } | If { .. } | Loop { .. } | Break | Continue | Return | GridStride { .. } => {
                 unreachable!("handled by the scheduler or rejected by program::compile")
+            }
+        }
+        Ok(())
+    }
+
+    /// The NVIDIA families (D8): warp collectives need the whole subgroup; mbarrier ops are atomic
+    /// updates of the barrier word, one lane after another.
+    #[allow(clippy::too_many_arguments)]
+    fn nv(
+        &mut self,
+        kind: &InstKind,
+        loc: SrcLoc,
+        path: &Path,
+        op: &NvOp,
+        dsts: &[ValueId],
+        args: &[ValueId],
+        place: Option<&Place>,
+    ) -> Result<(), EmuError> {
+        let w = self.width;
+        let sgi = path.sg;
+        let k = &self.sh.prog.kernel;
+        let set = |this: &mut Self, v: ValueId, l: usize, x: u64| this.sgs[sgi].regs[v.0 as usize * w + l] = x;
+        if kind.is_subgroup_collective() {
+            let expected = full(w);
+            if path.mask != expected || self.sgs[sgi].launched != expected {
+                return Err(self.partial(kind, loc, path, expected));
+            }
+            let vals: Vec<u64> = (0..w).map(|l| args.first().map(|a| self.reg(sgi, *a, l)).unwrap_or(0)).collect();
+            match op {
+                NvOp::MatchAny => {
+                    for l in 0..w {
+                        let m = (0..w).filter(|&j| vals[j] == vals[l]).fold(0u64, |m, j| m | 1 << j);
+                        set(self, dsts[0], l, m);
+                    }
+                }
+                NvOp::MatchAll => {
+                    let all = vals.iter().all(|v| *v == vals[0]);
+                    for l in 0..w {
+                        set(self, dsts[0], l, if all { expected } else { 0 });
+                        set(self, dsts[1], l, all as u64);
+                    }
+                }
+                NvOp::Redux(r) => {
+                    let d = k.dtype(args[0]);
+                    let bin = match r {
+                        ReduxOp::Add => BinOp::Add,
+                        ReduxOp::Min => BinOp::Min,
+                        ReduxOp::Max => BinOp::Max,
+                        ReduxOp::And => BinOp::And,
+                        ReduxOp::Or => BinOp::Or,
+                        ReduxOp::Xor => BinOp::Xor,
+                    };
+                    let mut acc = vals[0];
+                    for v in &vals[1..] {
+                        acc = eval::binary(d, bin, acc, *v).map_err(|e| self.eval_err(kind, loc, e))?;
+                    }
+                    for l in 0..w {
+                        set(self, dsts[0], l, acc);
+                    }
+                }
+                NvOp::Elect => {
+                    let leader = path.mask.trailing_zeros() as u64;
+                    for l in 0..w {
+                        set(self, dsts[0], l, leader);
+                        set(self, dsts[1], l, (l as u64 == leader) as u64);
+                    }
+                }
+                _ => unreachable!("only warp collectives are subgroup collectives"),
+            }
+            for d in dsts {
+                self.sgs[sgi].poison[d.0 as usize] = 0;
+            }
+            return Ok(());
+        }
+        if let NvOp::ProxyFence(_) = op {
+            std::sync::atomic::fence(MemOrd::SeqCst);
+            return Ok(());
+        }
+        let place = place.expect("mbarrier ops carry their barrier");
+        for l in lanes(path.mask) {
+            let i = self.index(kind, loc, sgi, place, l)?;
+            let arg = args.first().map(|a| self.reg(sgi, *a, l)).unwrap_or(0);
+            let result = match op {
+                NvOp::MbarrierInit => {
+                    self.mem_write(sgi, place.array, i, l, mbar::init(arg));
+                    None
+                }
+                NvOp::MbarrierInval => {
+                    self.mem_write(sgi, place.array, i, l, 0);
+                    None
+                }
+                NvOp::MbarrierArrive => Some(self.rmw(sgi, place.array, i, l, |s| mbar::arrive(s, 1, true))),
+                NvOp::MbarrierArriveNoComplete => {
+                    Some(self.rmw(sgi, place.array, i, l, |s| mbar::arrive(s, arg, false)))
+                }
+                NvOp::MbarrierArriveExpectTx => {
+                    Some(self.rmw(sgi, place.array, i, l, |s| mbar::arrive(mbar::add_tx(s, arg as i64), 1, true)))
+                }
+                NvOp::MbarrierExpectTx => {
+                    self.rmw(sgi, place.array, i, l, |s| mbar::add_tx(s, arg as i64));
+                    None
+                }
+                NvOp::MbarrierCompleteTx => {
+                    self.rmw(sgi, place.array, i, l, |s| mbar::complete(mbar::add_tx(s, -(arg as i64))));
+                    None
+                }
+                NvOp::MbarrierTestWait | NvOp::MbarrierTryWaitParity => {
+                    self.last_spin_op = Some((kind.mnemonic(), loc));
+                    let state = self.mem_read(sgi, place.array, i, l, MemOrd::Acquire);
+                    let waited_phase = if *op == NvOp::MbarrierTestWait { mbar::phase(arg) } else { arg & 1 };
+                    Some((mbar::phase(state) != waited_phase) as u64)
+                }
+                _ => unreachable!("collectives handled above"),
+            };
+            if let (Some(r), Some(d)) = (result, dsts.first()) {
+                set(self, *d, l, r);
             }
         }
         Ok(())
@@ -1079,5 +1178,99 @@ fn atomic_apply(d: DType, op: AtomicOp, old: u64, y: u64) -> u64 {
         AtomicOp::Or => bin(BinOp::Or),
         AtomicOp::Xor => bin(BinOp::Xor),
         AtomicOp::Exchange => y & width_mask(d),
+    }
+}
+
+/// Value of a special register for lane `l` of subgroup `sg`.
+#[allow(clippy::too_many_arguments)]
+fn special_value(
+    reg: Special,
+    l: usize,
+    sg: usize,
+    w: usize,
+    block: u64,
+    geo: LaunchGeometry,
+    nsg: u64,
+    start: Instant,
+) -> u64 {
+    let tid = (sg * w + l) as u64;
+    let lane_bit = 1u64 << l;
+    let below = lane_bit - 1;
+    let lanes = full(w);
+    match reg {
+        Special::LaneId => l as u64,
+        Special::SubgroupSize => w as u64,
+        Special::ThreadIdx => tid,
+        Special::BlockIdx => block,
+        Special::BlockDim => geo.block_dim as u64,
+        Special::GridDim => geo.grid as u64,
+        Special::GlobalThreadIdx => (block * geo.block_dim as u64 + tid) & 0xFFFF_FFFF,
+        Special::Nv(s) => match s {
+            NvSreg::Tid(0) => tid,
+            NvSreg::Ntid(0) => geo.block_dim as u64,
+            NvSreg::Ctaid(0) | NvSreg::ClusterId(0) => block,
+            NvSreg::Nctaid(0) | NvSreg::NClusterId(0) => geo.grid as u64,
+            NvSreg::Tid(_) | NvSreg::Ctaid(_) | NvSreg::ClusterId(_) | NvSreg::ClusterCtaid(_) => 0,
+            NvSreg::Ntid(_) | NvSreg::Nctaid(_) | NvSreg::NClusterId(_) | NvSreg::ClusterNctaid(_) => 1,
+            NvSreg::ClusterCtarank | NvSreg::Smid | NvSreg::Gridid | NvSreg::EnvReg(_) => 0,
+            NvSreg::DynamicSmemSize => 0,
+            NvSreg::ClusterNctarank | NvSreg::Nsmid => 1,
+            NvSreg::Warpid => sg as u64,
+            NvSreg::Nwarpid => nsg,
+            NvSreg::Laneid => l as u64,
+            NvSreg::Warpsize => w as u64,
+            NvSreg::LanemaskEq => lane_bit,
+            NvSreg::LanemaskLt => below,
+            NvSreg::LanemaskLe => below | lane_bit,
+            NvSreg::LanemaskGt => lanes & !(below | lane_bit),
+            NvSreg::LanemaskGe => lanes & !below,
+            NvSreg::Clock => start.elapsed().as_nanos() as u64 & 0xFFFF_FFFF,
+            NvSreg::Clock64 | NvSreg::GlobalTimer => start.elapsed().as_nanos() as u64,
+        },
+    }
+}
+
+/// The emulator's mbarrier word: pending arrivals (bits 0..20), expected arrivals (20..40),
+/// outstanding transaction bytes as a signed 22-bit field (40..62), phase parity (bit 63).
+mod mbar {
+    const FIELD: u64 = (1 << 20) - 1;
+    const TX: u64 = (1 << 22) - 1;
+
+    pub fn init(count: u64) -> u64 {
+        (count & FIELD) | ((count & FIELD) << 20)
+    }
+
+    pub fn phase(state: u64) -> u64 {
+        state >> 63
+    }
+
+    fn tx(state: u64) -> i64 {
+        (((state >> 40) & TX) << 42) as i64 >> 42
+    }
+
+    pub fn add_tx(state: u64, delta: i64) -> u64 {
+        let t = (tx(state) + delta) as u64 & TX;
+        (state & !(TX << 40)) | (t << 40)
+    }
+
+    /// Completes the phase when nothing is pending: flip the parity, re-arm the arrivals.
+    pub fn complete(state: u64) -> u64 {
+        let pending = state & FIELD;
+        if pending == 0 && tx(state) == 0 {
+            let expected = (state >> 20) & FIELD;
+            (state & !FIELD & !(1 << 63)) | expected | ((phase(state) ^ 1) << 63)
+        } else {
+            state
+        }
+    }
+
+    pub fn arrive(state: u64, count: u64, may_complete: bool) -> u64 {
+        let pending = (state & FIELD).wrapping_sub(count) & FIELD;
+        let s = (state & !FIELD) | pending;
+        if may_complete {
+            complete(s)
+        } else {
+            s
+        }
     }
 }

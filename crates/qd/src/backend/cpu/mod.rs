@@ -19,12 +19,15 @@ pub use program::{compile, Program};
 
 use super::Caps;
 
-/// What the emulator supports. It implements every core intrinsic natively.
-pub fn caps() -> Caps {
+/// What the emulator supports with `subgroup_size` lanes. It implements every core intrinsic
+/// natively, and with 32-lane subgroups also the NVIDIA families (`nv`, `redux`), so kernels using
+/// them are tested without a GPU (D8).
+pub fn caps(subgroup_size: u32) -> Caps {
+    let warp = subgroup_size == 32;
     Caps {
-        nv: false,
+        nv: warp,
         vote_shortcut: false,
-        redux: false,
+        redux: warp,
         uniform_broadcast_lane: false,
         barrier_reduce: true,
         f64: true,

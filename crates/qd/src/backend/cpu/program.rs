@@ -1,6 +1,6 @@
 //! Lowering for the emulator: structured IR to a flat program with explicit join points.
 
-use crate::ir::{InstKind, Kernel, NvSreg, Special, SrcLoc, ValueId};
+use crate::ir::{InstKind, Kernel, SrcLoc, ValueId};
 use crate::trace::TraceError;
 
 /// One step of a flat program (fields are pcs and value ids).
@@ -122,30 +122,9 @@ fn lower_block(p: &mut Program, insts: &[crate::ir::Inst]) -> Result<(), TraceEr
 }
 
 fn check_supported(k: &Kernel, kind: &InstKind, loc: SrcLoc) -> Result<(), TraceError> {
-    match kind {
-        InstKind::Nv { .. } => {
-            Err(unsupported(k, kind.mnemonic(), loc, "the NVIDIA-only families need the `nv` capability"))
-        }
-        InstKind::Special { reg: Special::Nv(s), .. }
-            if !matches!(
-                s,
-                NvSreg::Tid(0)
-                    | NvSreg::Ntid(0)
-                    | NvSreg::Ctaid(0)
-                    | NvSreg::Nctaid(0)
-                    | NvSreg::Laneid
-                    | NvSreg::Warpsize
-            ) =>
-        {
-            Err(unsupported(k, kind.mnemonic(), loc, "this special register has no emulator value"))
-        }
-        _ => {
-            let packed =
-                kind.defs().into_iter().chain(kind.uses()).any(|v| k.dtype(v).is_packed() || k.dtype(v).bits() > 64);
-            if packed {
-                return Err(unsupported(k, kind.mnemonic(), loc, "packed f16x2/bf16x2 and b128 values"));
-            }
-            Ok(())
-        }
+    let wide = kind.defs().into_iter().chain(kind.uses()).any(|v| k.dtype(v).is_packed() || k.dtype(v).bits() > 64);
+    if wide {
+        return Err(unsupported(k, kind.mnemonic(), loc, "packed f16x2/bf16x2 and b128 values"));
     }
+    Ok(())
 }
