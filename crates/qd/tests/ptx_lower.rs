@@ -213,3 +213,51 @@ fn large_shared_memory_uses_the_dynamic_region() {
     assert!(m.text.contains(".extern .shared"));
     assemble("big_shared", &m.text, 90);
 }
+
+#[test]
+fn nvidia_families_assemble_on_sm_90_and_are_gated_below() {
+    use qd::ir::{NvSreg, Ordering, Scope};
+    use qd::nv;
+    let k = Kernel::explicit("nv_families", 64, |k| {
+        let out = k.array::<u64>("out");
+        let w = k.array::<u32>("w");
+        let bar = block::shared_array::<u64>(1);
+        let t = block::thread_idx();
+        let v = w.get(t);
+        let (mask, all) = nv::match_all(v);
+        let (leader, is_leader) = nv::elect();
+        let x = nv::match_any(v.cast::<u64>()) + mask + all.cast::<u32>() + leader + is_leader.cast::<u32>();
+        let y = nv::redux_add(v) + nv::redux_min(v.cast::<i32>()).cast::<u32>() + nv::redux_xor(v);
+        if_(t.eq(0), || nv::mbarrier_init(bar.at(0), 64u32));
+        nv::proxy_fence("mbarrier_init");
+        block::sync();
+        let token = nv::mbarrier_arrive(bar.at(0));
+        if_(t.eq(0), || {
+            nv::mbarrier_expect_tx(bar.at(0), 16u32);
+            nv::mbarrier_complete_tx(bar.at(0), 16u32);
+        });
+        nv::mbarrier_wait_parity(bar.at(0), 0u32);
+        let ok = nv::mbarrier_test_wait(bar.at(0), token).cast::<u64>();
+        nv::fence(Ordering::Acquire, Scope::Device);
+        nv::fence(Ordering::Release, Scope::Cluster);
+        nv::proxy_fence("async.shared::cta");
+        nv::proxy_fence("alias");
+        let s =
+            nv::sreg(NvSreg::Smid) + nv::sreg(NvSreg::ClusterCtarank) + nv::clock64() + nv::sreg(NvSreg::GlobalTimer);
+        let z = nv::sreg(NvSreg::Warpsize) + nv::dynamic_smem_size().cast::<u64>() + nv::sreg(NvSreg::LanemaskGe);
+        out.set(t, x.cast::<u64>() + y.cast::<u64>() + ok + s + z);
+        block::sync();
+        if_(t.eq(0), || nv::mbarrier_inval(bar.at(0)));
+    });
+    let ir = k.trace(&Target::cpu(32)).unwrap();
+    let m = lower_kernel_sm(&ir, 90).unwrap();
+    assert!(m.text.contains(".version 8.6"), "split fences need PTX 8.6:\n{}", m.text);
+    for needle in
+        ["match.sync.all.b32", "elect.sync", "redux.sync.add.u32", "redux.sync.min.s32", "mbarrier.try_wait.parity"]
+    {
+        assert!(m.text.contains(needle), "{needle}");
+    }
+    assemble("nv_families", &m.text, 90);
+    let e = lower_kernel_sm(&ir, 80).unwrap_err();
+    assert!(e.message.contains("needs sm_90"), "{e}");
+}
