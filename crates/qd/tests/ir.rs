@@ -345,3 +345,34 @@ fn structural_mistakes_are_trace_errors() {
     let big = Kernel::explicit("too_big", 2048, |_k| {});
     assert!(big.trace(&Target::cpu(32)).unwrap_err().message.contains("block_dim"));
 }
+
+#[test]
+fn passes_fold_merge_and_drop_pure_code_but_keep_memory_ops() {
+    let k = Kernel::range("passes", 32, |k| {
+        let a = k.array::<i32>("a");
+        let f = k.array::<i32>("flag");
+        k.parallel_for(0, a.len(), |i| {
+            let x = (Val::constant(3i32) * 4 + 1) * i; // folds to 13 * i
+            let y = (Val::constant(3i32) * 4 + 1) * i; // the same value
+            let _unused = i * 1000;
+            let v1 = volatile_load(f.at(0));
+            let v2 = volatile_load(f.at(0)); // never merged (D6)
+            a.set(i, x + y + v1 + v2);
+        });
+    });
+    let mut ir = trace(&k);
+    let before = print_kernel(&ir);
+    qd::ir::passes::optimize(&mut ir);
+    let after = print_kernel(&ir);
+    qd::ir::verify(&ir, Default::default()).unwrap();
+    assert!(after.lines().count() < before.lines().count(), "{after}");
+    assert!(after.contains("const 13"), "{after}");
+    assert_eq!(after.matches("= mul").count(), 1, "{after}");
+    assert_eq!(after.matches("load volatile").count(), 2, "{after}");
+    assert!(!after.contains("const 1000"), "{after}");
+    let d = Device::cpu();
+    let a = d.zeros::<i32>(32).unwrap();
+    let f = d.array_from(&[5]).unwrap();
+    d.launch(&k, &[a.arg(), f.arg()]).unwrap();
+    assert_eq!(a.to_vec().unwrap(), (0..32).map(|i| 26 * i + 10).collect::<Vec<_>>());
+}

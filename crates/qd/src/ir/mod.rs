@@ -1,10 +1,12 @@
 //! The kernel IR: typed SSA values, structured control flow, explicit memory spaces.
 //!
 //! Kernels are produced by the tracing front end ([`crate::trace`]) and consumed by every backend.
-//! [`verify`] checks them (types, structure, D3 uniformity), [`print_kernel`] renders them as text.
+//! [`verify`] checks them (types, structure, D3 uniformity), [`print_kernel`] renders them as text,
+//! [`passes::optimize`] folds constants and removes duplicate and dead pure code.
 
 pub mod eval;
 mod inst;
+pub mod passes;
 mod print;
 mod types;
 pub mod uniformity;

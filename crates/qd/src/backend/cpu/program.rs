@@ -51,6 +51,9 @@ pub struct Program {
 
 /// Lowers a verified kernel; rejects what the emulator cannot run, naming the op.
 pub fn compile(kernel: &Kernel) -> Result<Program, TraceError> {
+    let mut kernel = kernel.clone();
+    crate::ir::passes::optimize(&mut kernel);
+    let kernel = &kernel;
     let mut p = Program { kernel: kernel.clone(), insts: Vec::new(), steps: Vec::new(), locs: Vec::new() };
     let end_loc = kernel.body.insts.last().map(|i| i.loc).unwrap_or(SrcLoc { file: "<kernel>", line: 0, column: 0 });
     lower_block(&mut p, &kernel.body.insts)?;

@@ -128,6 +128,9 @@ struct Lower<'k> {
 
 /// Lowers `kernel` for `sm_<sm>`.
 pub fn lower_kernel_sm(kernel: &Kernel, sm: u32) -> Result<PtxModule, TraceError> {
+    let mut optimized = kernel.clone();
+    crate::ir::passes::optimize(&mut optimized);
+    let kernel = &optimized;
     let mut l = Lower {
         k: kernel,
         sm,

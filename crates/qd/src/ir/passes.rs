@@ -1,0 +1,237 @@
+//! IR passes: constant folding, common-subexpression elimination and dead-code elimination.
+//!
+//! They keep value ids stable (a replaced value's uses are renamed to the surviving one) and never
+//! touch memory operations: loads may observe other threads (a volatile load never merges, D6), and
+//! atomics, stores, barriers and fences always stay.
+
+use super::eval;
+use super::inst::*;
+use super::types::{Const as ConstValue, DType};
+use std::collections::{HashMap, HashSet};
+
+/// Runs every pass to a fixpoint.
+pub fn optimize(k: &mut Kernel) {
+    loop {
+        let before = count(&k.body);
+        fold_constants(k);
+        cse(k);
+        dce(k);
+        if count(&k.body) == before {
+            break;
+        }
+    }
+}
+
+fn count(b: &Block) -> usize {
+    let mut n = 0;
+    b.walk(&mut |_| n += 1);
+    n
+}
+
+/// Whether an instruction only computes a value from its operands (same inputs, same result).
+fn is_pure(kind: &InstKind) -> bool {
+    use InstKind::*;
+    match kind {
+        Const { .. } | Unary { .. } | Binary { .. } | Cmp { .. } | Select { .. } | Cast { .. } | BitCast { .. } => true,
+        Fma { .. } | ArrayLen { .. } => true,
+        Special { reg, .. } => !matches!(
+            reg,
+            super::inst::Special::Nv(
+                NvSreg::Clock | NvSreg::Clock64 | NvSreg::GlobalTimer | NvSreg::Smid | NvSreg::Warpid
+            )
+        ),
+        _ => false,
+    }
+}
+
+/// Replaces constant expressions by their value (integer division by zero is left for run time).
+pub fn fold_constants(k: &mut Kernel) {
+    let mut consts: HashMap<ValueId, ConstValue> = HashMap::new();
+    let types = k.values.clone();
+    fold_block(&mut k.body, &mut consts, &types);
+}
+
+fn fold_block(b: &mut Block, consts: &mut HashMap<ValueId, ConstValue>, types: &[DType]) {
+    use InstKind::*;
+    for inst in &mut b.insts {
+        let c = |v: &ValueId| consts.get(v).map(|c| c.bits);
+        let ty = |v: &ValueId| types[v.0 as usize];
+        let folded = match &inst.kind {
+            Unary { dst, op, a } => c(a).and_then(|x| eval::unary(ty(a), *op, x).ok()).map(|bits| (*dst, bits)),
+            Binary { dst, op, a, b } => match (c(a), c(b)) {
+                (Some(x), Some(y)) => eval::binary(ty(a), *op, x, y).ok().map(|bits| (*dst, bits)),
+                _ => None,
+            },
+            Cmp { dst, op, a, b } => match (c(a), c(b)) {
+                (Some(x), Some(y)) => Some((*dst, eval::compare(ty(a), *op, x, y))),
+                _ => None,
+            },
+            Cast { dst, a } => c(a).and_then(|x| eval::cast(ty(a), ty(dst), x).ok()).map(|bits| (*dst, bits)),
+            Select { dst, cond, a, b } => match c(cond) {
+                Some(p) => {
+                    let pick = if p & 1 != 0 { a } else { b };
+                    c(pick).map(|bits| (*dst, bits))
+                }
+                None => None,
+            },
+            _ => None,
+        };
+        if let Some((dst, bits)) = folded {
+            inst.kind = Const { dst, value: ConstValue { dtype: types[dst.0 as usize], bits } };
+        }
+        if let Const { dst, value } = &inst.kind {
+            consts.insert(*dst, *value);
+        }
+        for nested in blocks_mut(&mut inst.kind) {
+            fold_block(nested, consts, types);
+        }
+    }
+}
+
+fn blocks_mut(kind: &mut InstKind) -> Vec<&mut Block> {
+    match kind {
+        InstKind::If { then_block, else_block, .. } => vec![then_block, else_block],
+        InstKind::Loop { body } | InstKind::GridStride { body, .. } => vec![body],
+        _ => Vec::new(),
+    }
+}
+
+/// Renames every operand of `kind` (not its results) through `f`.
+pub fn map_uses(kind: &mut InstKind, f: &impl Fn(ValueId) -> ValueId) {
+    use InstKind::*;
+    let m = |v: &mut ValueId| *v = f(*v);
+    match kind {
+        Unary { a, .. } | Cast { a, .. } | BitCast { a, .. } => m(a),
+        Binary { a, b, .. } | Cmp { a, b, .. } => {
+            m(a);
+            m(b);
+        }
+        Select { cond, a, b, .. } => {
+            m(cond);
+            m(a);
+            m(b);
+        }
+        Fma { a, b, c, .. } => {
+            m(a);
+            m(b);
+            m(c);
+        }
+        LocalSet { value, .. } => m(value),
+        Load { place, .. } => m(&mut place.index),
+        Store { place, value, .. } | Atomic { place, value, .. } => {
+            m(&mut place.index);
+            m(value);
+        }
+        Cas { place, expected, desired, .. } => {
+            m(&mut place.index);
+            m(expected);
+            m(desired);
+        }
+        Shuffle { value, lane, .. } | Broadcast { value, lane, .. } => {
+            m(value);
+            m(lane);
+        }
+        Ballot { pred, .. } | Vote { pred, .. } => m(pred),
+        BlockBarrier { reduce: Some((_, p, _)) } => m(p),
+        Nv { args, place, .. } => {
+            args.iter_mut().for_each(m);
+            if let Some(p) = place {
+                m(&mut p.index);
+            }
+        }
+        If { cond, .. } => m(cond),
+        GridStride { begin, end, .. } => {
+            m(begin);
+            m(end);
+        }
+        Const { .. } | Special { .. } | ArrayLen { .. } | LocalGet { .. } | BlockBarrier { reduce: None } => {}
+        SubgroupBarrier | Fence { .. } | Loop { .. } | Break | Continue | Return => {}
+    }
+}
+
+/// The instruction with its result replaced by a placeholder: two pure instructions with equal keys
+/// compute the same value.
+fn key(kind: &InstKind) -> Option<String> {
+    if !is_pure(kind) {
+        return None;
+    }
+    let mut k = kind.clone();
+    let zero = ValueId(u32::MAX);
+    match &mut k {
+        InstKind::Const { dst, .. }
+        | InstKind::Unary { dst, .. }
+        | InstKind::Binary { dst, .. }
+        | InstKind::Cmp { dst, .. }
+        | InstKind::Select { dst, .. }
+        | InstKind::Cast { dst, .. }
+        | InstKind::BitCast { dst, .. }
+        | InstKind::Fma { dst, .. }
+        | InstKind::Special { dst, .. }
+        | InstKind::ArrayLen { dst, .. } => *dst = zero,
+        _ => return None,
+    }
+    Some(format!("{k:?}"))
+}
+
+/// Reuses a value already computed in a dominating position (an enclosing block, earlier).
+pub fn cse(k: &mut Kernel) {
+    let mut rename: HashMap<ValueId, ValueId> = HashMap::new();
+    let mut scopes: Vec<HashMap<(String, DType), ValueId>> = vec![HashMap::new()];
+    let types = k.values.clone();
+    cse_block(&mut k.body, &mut scopes, &mut rename, &types);
+}
+
+fn cse_block(
+    b: &mut Block,
+    scopes: &mut Vec<HashMap<(String, DType), ValueId>>,
+    rename: &mut HashMap<ValueId, ValueId>,
+    types: &[DType],
+) {
+    for inst in &mut b.insts {
+        map_uses(&mut inst.kind, &|v| *rename.get(&v).unwrap_or(&v));
+        if let (Some(key), Some(dst)) = (key(&inst.kind), inst.kind.defs().first().copied()) {
+            let key = (key, types[dst.0 as usize]);
+            if let Some(prev) = scopes.iter().rev().find_map(|s| s.get(&key)) {
+                rename.insert(dst, *prev);
+            } else {
+                scopes.last_mut().expect("a scope is open").insert(key, dst);
+            }
+        }
+        for nested in blocks_mut(&mut inst.kind) {
+            scopes.push(HashMap::new());
+            cse_block(nested, scopes, rename, types);
+            scopes.pop();
+        }
+    }
+}
+
+/// Removes pure instructions whose results nobody reads.
+pub fn dce(k: &mut Kernel) {
+    loop {
+        let mut used: HashSet<ValueId> = HashSet::new();
+        k.body.walk(&mut |i| used.extend(i.kind.uses()));
+        for p in &k.params {
+            if let Param::Scalar { value, .. } = p {
+                used.insert(*value);
+            }
+        }
+        let mut removed = false;
+        dce_block(&mut k.body, &used, &mut removed);
+        if !removed {
+            break;
+        }
+    }
+}
+
+fn dce_block(b: &mut Block, used: &HashSet<ValueId>, removed: &mut bool) {
+    b.insts.retain(|i| {
+        let dead = is_pure(&i.kind) && i.kind.defs().iter().all(|d| !used.contains(d));
+        *removed |= dead;
+        !dead
+    });
+    for inst in &mut b.insts {
+        for nested in blocks_mut(&mut inst.kind) {
+            dce_block(nested, used, removed);
+        }
+    }
+}
