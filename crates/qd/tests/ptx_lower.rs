@@ -261,3 +261,19 @@ fn nvidia_families_assemble_on_sm_90_and_are_gated_below() {
     let e = lower_kernel_sm(&ir, 80).unwrap_err();
     assert!(e.message.contains("needs sm_90"), "{e}");
 }
+
+#[test]
+fn block_algorithms_assemble() {
+    check(&Kernel::range("block_algorithms", 256, |k| {
+        let a = k.array::<f32>("a");
+        let keys = k.array::<u32>("keys");
+        let r = k.array::<i32>("r");
+        k.parallel_for(0, a.len(), |i| {
+            let v = a.get(i);
+            a.set(i, block::reduce_all_add(v, 256) + block::inclusive_max(v, 256) + block::exclusive_min(v, 256));
+            let bins = block::shared_array::<i32>(256);
+            let excl = block::shared_array::<i32>(256);
+            r.set(i, block::radix_rank_match_atomic_or(keys.get(i), 256, 8, 0, 8, bins, excl));
+        });
+    }));
+}

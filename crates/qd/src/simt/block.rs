@@ -1,7 +1,10 @@
 //! Block (CTA / workgroup) primitives (seed 000).
 
 use crate::ir::{BarrierReduce, DType, InstKind, Ordering, Scope, Special};
-use crate::trace::{self, current_loc, emit_at, new_value, op_scope, target, Array, IntoVal, Scalar, Val};
+use crate::trace::{
+    self, current_loc, emit_at, new_value, op_scope, select, target, trace_error, var, Array, IntoVal, Scalar, Shuffle,
+    Val,
+};
 
 /// Block-wide barrier: every thread of the block waits here; also orders memory for the block
 /// (D6). Must be reached by every thread (rejected under varying control flow while tracing).
@@ -127,3 +130,367 @@ pub fn shared_array<T: Scalar>(len: u32) -> Array<T> {
 pub fn static_block_dim() -> u32 {
     trace::with(|s| s.kernel.block_dim)
 }
+
+// ---------------------------------------------------------------------------------------------
+// Block reductions and scans (seed 000, quadrants.md 3.4): a shuffle tree per subgroup, one shared
+// slot per subgroup, and a trailing barrier so the same call site can run again safely.
+// ---------------------------------------------------------------------------------------------
+
+/// Checks a block op's `block_dim` argument against the kernel's and the subgroup width (D1).
+#[track_caller]
+fn check_block_dim(op: &str, block_dim: u32) -> bool {
+    let sg = crate::simt::subgroup::group_size();
+    let kernel_bd = static_block_dim();
+    if block_dim == 0 || block_dim % sg != 0 {
+        trace_error(
+            op,
+            format!("{op}: block_dim must be a positive multiple of subgroup size ({sg}), got {block_dim}"),
+        );
+        return false;
+    }
+    if block_dim != kernel_bd {
+        trace_error(op, format!("{op}: block_dim {block_dim} differs from the kernel's block_dim {kernel_bd}"));
+        return false;
+    }
+    true
+}
+
+/// Subgroup index and lane of the calling thread.
+#[track_caller]
+fn subgroup_coords() -> (Val<i32>, Val<i32>) {
+    let log2 = crate::simt::subgroup::log2_group_size() as i32;
+    let t = thread_idx();
+    (t >> log2, crate::simt::subgroup::invocation_id())
+}
+
+/// `op`-reduction of the subgroup with a `shuffle_down` tree: valid in lane 0.
+#[track_caller]
+fn subgroup_tree<T: Shuffle>(v: Val<T>, op: &impl Fn(Val<T>, Val<T>) -> Val<T>) -> Val<T> {
+    let mut v = v;
+    let mut off = crate::simt::subgroup::group_size() / 2;
+    while off > 0 {
+        v = op(v, crate::simt::subgroup::shuffle_down(v, off));
+        off /= 2;
+    }
+    v
+}
+
+/// Inclusive Hillis–Steele scan of the subgroup (the predecessor is the left operand).
+#[track_caller]
+fn subgroup_scan<T: Shuffle>(v: Val<T>, op: &impl Fn(Val<T>, Val<T>) -> Val<T>) -> Val<T> {
+    let lane = crate::simt::subgroup::invocation_id();
+    let x = var(v);
+    let mut off = 1u32;
+    while off < crate::simt::subgroup::group_size() {
+        let p = crate::simt::subgroup::shuffle_up(x.get(), off);
+        trace::if_(lane.ge(off as i32), || x.set(op(p, x.get())));
+        off *= 2;
+    }
+    x.get()
+}
+
+/// Block reduction with a custom associative `op`; the result is valid in thread 0 only.
+///
+/// ```
+/// # use qd::prelude::*;
+/// let k = Kernel::explicit("block_or", 128, |k| {
+///     let a = k.array::<u32>("a");
+///     let t = block::thread_idx();
+///     let r = block::reduce(a.get(t), 128, |x, y| x | y);
+///     if_(t.eq(0), || a.set(0, r));
+/// });
+/// let d = Device::cpu();
+/// let a = d.array_from(&(0..128).map(|i| 1u32 << (i % 32)).collect::<Vec<_>>()).unwrap();
+/// d.launch_grid(&k, 1, &[a.arg()]).unwrap();
+/// assert_eq!(a.to_vec().unwrap()[0], u32::MAX);
+/// ```
+#[track_caller]
+pub fn reduce<T: Shuffle>(value: impl IntoVal<T>, block_dim: u32, op: impl Fn(Val<T>, Val<T>) -> Val<T>) -> Val<T> {
+    let _op = op_scope("block.reduce");
+    reduce_impl("block.reduce", value.into_val(), block_dim, &op)
+}
+
+#[track_caller]
+fn reduce_impl<T: Shuffle>(name: &str, v: Val<T>, block_dim: u32, op: &impl Fn(Val<T>, Val<T>) -> Val<T>) -> Val<T> {
+    if !check_block_dim(name, block_dim) {
+        return v;
+    }
+    let a = subgroup_tree(v, op);
+    let ns = block_dim / crate::simt::subgroup::group_size();
+    if ns == 1 {
+        return a;
+    }
+    let (sg, lane) = subgroup_coords();
+    let slots = shared_array::<T>(ns);
+    trace::if_(lane.eq(0), || slots.set(sg, a));
+    sync();
+    let result = var(a);
+    trace::if_(thread_idx().eq(0), || {
+        let acc = var(slots.get(0));
+        for j in 1..ns {
+            acc.set(op(acc.get(), slots.get(j)));
+        }
+        result.set(acc.get());
+    });
+    // Trailing barrier: the slots may be written again by the next call from this site.
+    sync();
+    result.get()
+}
+
+/// Block reduction broadcast to every thread, with a custom associative `op`.
+#[track_caller]
+pub fn reduce_all<T: Shuffle>(value: impl IntoVal<T>, block_dim: u32, op: impl Fn(Val<T>, Val<T>) -> Val<T>) -> Val<T> {
+    let _op = op_scope("block.reduce_all");
+    reduce_all_impl("block.reduce_all", value.into_val(), block_dim, &op)
+}
+
+#[track_caller]
+fn reduce_all_impl<T: Shuffle>(
+    name: &str,
+    v: Val<T>,
+    block_dim: u32,
+    op: &impl Fn(Val<T>, Val<T>) -> Val<T>,
+) -> Val<T> {
+    let r = reduce_impl(name, v, block_dim, op);
+    let slot = shared_array::<T>(1);
+    trace::if_(thread_idx().eq(0), || slot.set(0, r));
+    sync();
+    let out = slot.get(0);
+    sync();
+    out
+}
+
+/// Inclusive block scan with a custom associative `op`: thread `i` gets `op(v[0], ..., v[i])`.
+#[track_caller]
+pub fn inclusive_scan<T: Shuffle>(
+    value: impl IntoVal<T>,
+    block_dim: u32,
+    op: impl Fn(Val<T>, Val<T>) -> Val<T>,
+) -> Val<T> {
+    let _op = op_scope("block.inclusive_scan");
+    scan_impl("block.inclusive_scan", value.into_val(), block_dim, &op, None)
+}
+
+/// Exclusive block scan with a custom associative `op` and its `identity` (thread 0 gets `identity`).
+#[track_caller]
+pub fn exclusive_scan<T: Shuffle>(
+    value: impl IntoVal<T>,
+    block_dim: u32,
+    op: impl Fn(Val<T>, Val<T>) -> Val<T>,
+    identity: impl IntoVal<T>,
+) -> Val<T> {
+    let _op = op_scope("block.exclusive_scan");
+    let id = identity.into_val();
+    scan_impl("block.exclusive_scan", value.into_val(), block_dim, &op, Some(id))
+}
+
+#[track_caller]
+fn scan_impl<T: Shuffle>(
+    name: &str,
+    v: Val<T>,
+    block_dim: u32,
+    op: &impl Fn(Val<T>, Val<T>) -> Val<T>,
+    identity: Option<Val<T>>,
+) -> Val<T> {
+    if !check_block_dim(name, block_dim) {
+        return v;
+    }
+    let sgs = crate::simt::subgroup::group_size();
+    let ns = block_dim / sgs;
+    let inc = subgroup_scan(v, op);
+    let (sg, lane) = subgroup_coords();
+    // The per-thread result inside its subgroup.
+    let local = match identity {
+        None => inc,
+        Some(id) => {
+            let shifted = crate::simt::subgroup::shuffle_up(inc, 1u32);
+            select(lane.eq(0), id, shifted)
+        }
+    };
+    if ns == 1 {
+        return local;
+    }
+    let slots = shared_array::<T>(ns);
+    trace::if_(lane.eq(sgs as i32 - 1), || slots.set(sg, inc));
+    sync();
+    // Every thread folds the totals of the subgroups before its own (no second barrier needed).
+    let prefix = var(slots.get(0));
+    for j in 1..ns {
+        trace::if_(sg.gt(j as i32), || prefix.set(op(prefix.get(), slots.get(j))));
+    }
+    let result = var(local);
+    match identity {
+        None => trace::if_(sg.gt(0), || result.set(op(prefix.get(), local))),
+        Some(id) => {
+            trace::if_(sg.gt(0), || {
+                let before = prefix.get();
+                result.set(select(lane.eq(0), before, op(before, local)));
+            });
+            trace::if_(sg.eq(0) & lane.eq(0), || result.set(id));
+        }
+    }
+    sync();
+    result.get()
+}
+
+macro_rules! typed_block_ops {
+    ($(($reduce:ident, $reduce_all:ident, $inclusive:ident, $exclusive:ident, $name:literal, $f:expr, $id:expr)),*) => {$(
+        #[doc = concat!("Block ", $name, "-reduction (valid in thread 0); `block_dim` must equal the kernel's.")]
+        #[track_caller]
+        pub fn $reduce<T: Shuffle>(value: impl IntoVal<T>, block_dim: u32) -> Val<T> {
+            let _op = op_scope(concat!("block.reduce_", $name));
+            reduce_impl(concat!("block.reduce_", $name), value.into_val(), block_dim, &$f)
+        }
+
+        #[doc = concat!("Block ", $name, "-reduction broadcast to every thread.")]
+        #[track_caller]
+        pub fn $reduce_all<T: Shuffle>(value: impl IntoVal<T>, block_dim: u32) -> Val<T> {
+            let _op = op_scope(concat!("block.reduce_all_", $name));
+            reduce_all_impl(concat!("block.reduce_all_", $name), value.into_val(), block_dim, &$f)
+        }
+
+        #[doc = concat!("Inclusive block ", $name, "-scan.")]
+        #[track_caller]
+        pub fn $inclusive<T: Shuffle>(value: impl IntoVal<T>, block_dim: u32) -> Val<T> {
+            let _op = op_scope(concat!("block.inclusive_", $name));
+            scan_impl(concat!("block.inclusive_", $name), value.into_val(), block_dim, &$f, None)
+        }
+
+        #[doc = concat!("Exclusive block ", $name, "-scan; thread 0 gets the identity derived from the dtype.")]
+        #[track_caller]
+        pub fn $exclusive<T: Shuffle>(value: impl IntoVal<T>, block_dim: u32) -> Val<T> {
+            let _op = op_scope(concat!("block.exclusive_", $name));
+            let id = Val::constant($id);
+            scan_impl(concat!("block.exclusive_", $name), value.into_val(), block_dim, &$f, Some(id))
+        }
+    )*};
+}
+
+typed_block_ops!(
+    (reduce_add, reduce_all_add, inclusive_add, exclusive_add, "add", |a: Val<T>, b: Val<T>| a + b, T::ZERO),
+    (reduce_min, reduce_all_min, inclusive_min, exclusive_min, "min", |a: Val<T>, b: Val<T>| a.min(b), T::MAX),
+    (reduce_max, reduce_all_max, inclusive_max, exclusive_max, "max", |a: Val<T>, b: Val<T>| a.max(b), T::MIN)
+);
+
+/// Block radix ranking by match-and-count (seed 000): the stable rank of `key` within the block under
+/// the digit `(key >> bit_start) & ((1 << num_bits) - 1)`; writes per-digit counts to `bins` and their
+/// exclusive prefix to `excl_prefix` (both shared arrays of `1 << radix_bits` i32).
+///
+/// Constraints, checked while tracing: `block_dim == 1 << radix_bits`, `num_bits <= radix_bits`,
+/// and the digit count a multiple of the subgroup width. The 64-lane path keeps u64 match masks.
+#[allow(clippy::too_many_arguments)]
+#[track_caller]
+pub fn radix_rank_match_atomic_or(
+    key: impl IntoVal<u32>,
+    block_dim: u32,
+    radix_bits: u32,
+    bit_start: u32,
+    num_bits: u32,
+    bins: Array<i32>,
+    excl_prefix: Array<i32>,
+) -> Val<i32> {
+    const NAME: &str = "block.radix_rank_match_atomic_or";
+    let _op = op_scope(NAME);
+    let key = key.into_val();
+    let sgs = crate::simt::subgroup::group_size();
+    if radix_bits > 10 || block_dim != 1 << radix_bits {
+        trace_error(NAME, format!("{NAME}: block_dim must equal RADIX_DIGITS (1 << radix_bits), got {block_dim} and radix_bits {radix_bits}"));
+        return Val::constant(0);
+    }
+    if num_bits > radix_bits || bit_start + num_bits > 32 {
+        trace_error(
+            NAME,
+            format!("{NAME}: num_bits {num_bits} must be <= radix_bits {radix_bits} and the digit inside 32 bits"),
+        );
+        return Val::constant(0);
+    }
+    let digits = 1u32 << radix_bits;
+    if digits % sgs != 0 {
+        trace_error(NAME, format!("{NAME}: the {digits} digits must be a multiple of the subgroup size {sgs}"));
+        return Val::constant(0);
+    }
+    if !check_block_dim(NAME, block_dim) {
+        return Val::constant(0);
+    }
+    if sgs == 64 {
+        radix_rank_impl::<u64>(key, block_dim, digits, bit_start, num_bits, bins, excl_prefix)
+    } else {
+        radix_rank_impl::<u32>(key, block_dim, digits, bit_start, num_bits, bins, excl_prefix)
+    }
+}
+
+/// Lane-mask words for the match phase: u32 up to 32 lanes, u64 for 64.
+trait MaskWord: crate::trace::Int + Shuffle {}
+impl MaskWord for u32 {}
+impl MaskWord for u64 {}
+
+#[allow(clippy::too_many_arguments)]
+#[track_caller]
+fn radix_rank_impl<M: MaskWord>(
+    key: Val<u32>,
+    block_dim: u32,
+    digits: u32,
+    bit_start: u32,
+    num_bits: u32,
+    bins: Array<i32>,
+    excl_prefix: Array<i32>,
+) -> Val<i32> {
+    use crate::simt::subgroup;
+    let sgs = subgroup::group_size();
+    let ns = block_dim / sgs;
+    let (sg, lane) = subgroup_coords();
+    let tid = thread_idx();
+    let r = digits as i32;
+    let digit = ((key >> bit_start) & ((1u32 << num_bits) - 1)).cast::<i32>();
+    let off = shared_array::<i32>(ns * digits);
+    let matches = shared_array::<M>(ns * digits);
+    // 1. Each subgroup clears its row, then builds its histogram.
+    for b in 0..digits / sgs {
+        let i = sg * r + lane + (b * sgs) as i32;
+        off.set(i, 0);
+        matches.set(i, M::ZERO);
+    }
+    subgroup::sync();
+    subgroup::mem_fence();
+    crate::simt::atomic::atomic_add(off.at(sg * r + digit), 1);
+    sync();
+    // 2. Column upsweep: thread `tid` owns digit `tid`.
+    let count = var(0i32);
+    for j in 0..ns as i32 {
+        let c = off.get(tid + j * r);
+        off.set(tid + j * r, count.get());
+        count.set(count.get() + c);
+    }
+    // 3. Exclusive prefix over digits.
+    let pfx = scan_impl(NAME_SCAN, count.get(), block_dim, &|a: Val<i32>, b: Val<i32>| a + b, Some(Val::constant(0)));
+    // 4. Downsweep.
+    for j in 0..ns as i32 {
+        off.set(tid + j * r, off.get(tid + j * r) + pfx);
+    }
+    sync();
+    // 5. Match phase: lanes sharing a digit find each other through an atomic-or mask.
+    let slot = sg * r + digit;
+    let one = Val::constant(M::ONE);
+    crate::simt::atomic::atomic_or(matches.at(slot), one << lane.cast::<M>());
+    subgroup::sync();
+    subgroup::mem_fence();
+    let m = matches.get(slot);
+    let top = M::DTYPE.bits() as i32 - 1;
+    let leader = Val::constant(top) - m.clz().cast::<i32>();
+    let bit = one << lane.cast::<M>();
+    let popc = (m & (bit | (bit - M::ONE))).popc().cast::<i32>();
+    let base = var(0i32);
+    trace::if_(lane.eq(leader), || base.set(crate::simt::atomic::atomic_add(off.at(slot), popc)));
+    let base = subgroup::shuffle(base.get(), leader.cast::<u32>());
+    trace::if_(lane.eq(leader), || matches.set(slot, M::ZERO));
+    subgroup::sync();
+    subgroup::mem_fence();
+    let rank = base + popc - 1;
+    // 6. Publish the digit counts and their prefix.
+    bins.set(tid, count.get());
+    excl_prefix.set(tid, pfx);
+    sync();
+    rank
+}
+
+const NAME_SCAN: &str = "block.radix_rank_match_atomic_or";

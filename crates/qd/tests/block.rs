@@ -1,0 +1,147 @@
+//! Block reductions, scans and radix ranking (seed 000) on several subgroup widths.
+
+use qd::prelude::*;
+
+fn host_scan(v: &[i64], op: fn(i64, i64) -> i64) -> Vec<i64> {
+    let mut acc = v[0];
+    let mut out = vec![acc];
+    for x in &v[1..] {
+        acc = op(acc, *x);
+        out.push(acc);
+    }
+    out
+}
+
+#[test]
+fn block_reduce_and_scans_match_the_host_on_every_width() {
+    for (sg, bd) in [(8u32, 8u32), (8, 64), (32, 128), (64, 256), (16, 48)] {
+        let k = Kernel::range("block_ops", bd, move |k| {
+            let a = k.array::<i64>("a");
+            let out = k.array::<i64>("out");
+            k.parallel_for(0, a.len(), |i| {
+                let v = a.get(i);
+                let t = block::thread_idx();
+                let r = block::reduce_add(v, bd);
+                let base = i * 6;
+                if_(t.eq(0), || out.set(base, r));
+                out.set(base + 1, block::reduce_all_max(v, bd));
+                out.set(base + 2, block::inclusive_add(v, bd));
+                out.set(base + 3, block::exclusive_min(v, bd));
+                out.set(base + 4, block::exclusive_add(v, bd));
+                out.set(base + 5, block::inclusive_scan(v, bd, |x, y| x ^ y));
+            });
+        });
+        let d = Device::from_name(&format!("cpu:sg{sg}")).unwrap();
+        let n = bd as usize * 3;
+        let a: Vec<i64> = (0..n).map(|i| ((i as i64 * 7919) % 101) - 50).collect();
+        let aa = d.array_from(&a).unwrap();
+        let out = d.zeros::<i64>(n * 6).unwrap();
+        d.launch(&k, &[aa.arg(), out.arg()]).unwrap();
+        let o = out.to_vec().unwrap();
+        for b in 0..3 {
+            let blk = &a[b * bd as usize..(b + 1) * bd as usize];
+            let inc = host_scan(blk, |x, y| x + y);
+            let mx = *blk.iter().max().unwrap();
+            let custom = host_scan(blk, |x, y| x ^ y);
+            for t in 0..bd as usize {
+                let i = b * bd as usize + t;
+                if t == 0 {
+                    assert_eq!(o[i * 6], blk.iter().sum::<i64>(), "sg{sg} bd{bd} reduce");
+                }
+                assert_eq!(o[i * 6 + 1], mx);
+                assert_eq!(o[i * 6 + 2], inc[t], "sg{sg} bd{bd} inclusive t{t}");
+                let ex_min = if t == 0 { i64::MAX } else { *blk[..t].iter().min().unwrap() };
+                assert_eq!(o[i * 6 + 3], ex_min, "sg{sg} bd{bd} exclusive_min t{t}");
+                assert_eq!(o[i * 6 + 4], if t == 0 { 0 } else { inc[t - 1] });
+                assert_eq!(o[i * 6 + 5], custom[t], "sg{sg} bd{bd} custom scan t{t}");
+            }
+        }
+    }
+}
+
+#[test]
+fn block_ops_can_run_again_from_the_same_site() {
+    // A loop runs the same call site several times per thread: the trailing barrier keeps a fast
+    // thread's next write from racing a slow reader of the previous result.
+    let k = Kernel::explicit("repeat", 64, |k| {
+        let a = k.array::<f32>("a");
+        let out = k.array::<f32>("out");
+        let t = block::thread_idx();
+        let acc = var(0.0f32);
+        for_range(0, 5, |j| {
+            let v = a.get(t) * j.cast::<f32>();
+            acc.set(acc.get() + block::reduce_all_add(v, 64));
+        });
+        out.set(t, acc.get());
+    });
+    let d = Device::from_name("cpu:sg16").unwrap();
+    let a: Vec<f32> = (0..64).map(|i| i as f32).collect();
+    let aa = d.array_from(&a).unwrap();
+    let out = d.zeros::<f32>(64).unwrap();
+    d.launch_grid(&k, 1, &[aa.arg(), out.arg()]).unwrap();
+    assert!(out.to_vec().unwrap().iter().all(|x| *x == 2016.0 * 10.0));
+}
+
+#[test]
+fn radix_rank_is_stable_with_counts_and_prefix() {
+    for sg in [32u32, 64, 8] {
+        let k = Kernel::range("rank", 256, |k| {
+            let keys = k.array::<u32>("keys");
+            let ranks = k.array::<i32>("ranks");
+            let bins_out = k.array::<i32>("bins");
+            let excl_out = k.array::<i32>("excl");
+            k.parallel_for(0, 256, |i| {
+                let bins = block::shared_array::<i32>(256);
+                let excl = block::shared_array::<i32>(256);
+                let r = block::radix_rank_match_atomic_or(keys.get(i), 256, 8, 4, 6, bins, excl);
+                ranks.set(i, r);
+                bins_out.set(i, bins.get(i));
+                excl_out.set(i, excl.get(i));
+            });
+        });
+        let d = Device::from_name(&format!("cpu:sg{sg}")).unwrap();
+        let keys: Vec<u32> = (0..256u32).map(|i| i.wrapping_mul(2654435761) >> 8).collect();
+        let ka = d.array_from(&keys).unwrap();
+        let (ranks, bins, excl) =
+            (d.zeros::<i32>(256).unwrap(), d.zeros::<i32>(256).unwrap(), d.zeros::<i32>(256).unwrap());
+        d.launch(&k, &[ka.arg(), ranks.arg(), bins.arg(), excl.arg()]).unwrap();
+        let digit = |k: u32| ((k >> 4) & 63) as usize;
+        let mut count = vec![0i32; 256];
+        for k in &keys {
+            count[digit(*k)] += 1;
+        }
+        let prefix: Vec<i32> = (0..256).map(|d| count[..d].iter().sum()).collect();
+        let want: Vec<i32> = (0..256)
+            .map(|i| prefix[digit(keys[i])] + keys[..i].iter().filter(|k| digit(**k) == digit(keys[i])).count() as i32)
+            .collect();
+        assert_eq!(bins.to_vec().unwrap(), count, "sg{sg}");
+        assert_eq!(excl.to_vec().unwrap(), prefix, "sg{sg}");
+        assert_eq!(ranks.to_vec().unwrap(), want, "sg{sg}");
+    }
+}
+
+#[test]
+fn block_op_arguments_are_checked_while_tracing() {
+    let wrong_dim = Kernel::explicit("wrong_dim", 128, |k| {
+        let a = k.array::<i32>("a");
+        let t = block::thread_idx();
+        a.set(t, block::reduce_add(a.get(t), 64));
+    });
+    let e = Device::cpu().trace(&wrong_dim).unwrap_err().to_string();
+    assert!(e.contains("block.reduce_add") && e.contains("differs from the kernel's block_dim 128"), "{e}");
+    let not_multiple = Kernel::explicit("not_multiple", 48, |k| {
+        let a = k.array::<i32>("a");
+        let t = block::thread_idx();
+        a.set(t, block::inclusive_add(a.get(t), 48));
+    });
+    let e = Device::cpu().trace(&not_multiple).unwrap_err().to_string();
+    assert!(e.contains("block_dim must be a positive multiple of subgroup size"), "{e}");
+    let bad_rank = Kernel::explicit("bad_rank", 128, |k| {
+        let a = k.array::<u32>("a");
+        let bins = block::shared_array::<i32>(256);
+        let excl = block::shared_array::<i32>(256);
+        block::radix_rank_match_atomic_or(a.get(0), 128, 8, 0, 8, bins, excl);
+    });
+    let e = Device::cpu().trace(&bad_rank).unwrap_err().to_string();
+    assert!(e.contains("block_dim must equal RADIX_DIGITS"), "{e}");
+}
