@@ -1,2 +1,40 @@
 //! The NVPTX backend: PTX text printed from the IR (seed 004's emission contract, D7).
+//!
+//! This module holds the *printer contract*: one validated PTX line per call, with explicit
+//! operands, so every literal line of seed 004 is a golden test (`tests/ptx_golden.rs`).
+//!
+//! * [`modifier`]: the atomic/reduction modifier record ([`AtomicModifier`]), the scope and
+//!   ordering vocabulary, [`pack_atomic_modifier`] and [`syncscope_from_llvm`].
+//! * [`printer`]: [`PtxPrinter`] for atom/red (and the seq_cst / unused-result lowering of
+//!   [`PtxPrinter::atomic_rmw`]), fences, proxy fences and CTA barriers.
+//! * [`warp`]: `redux.sync`, `shfl.sync`, `vote.sync`, `match.sync`, `bar.warp.sync`.
+//! * [`sreg`]: special-register reads.
+//! * [`mbarrier`]: the mbarrier family.
+//! * [`caps`]: targets, feature floors and the `.version` computation (D7).
+//! * [`errors`]: [`PtxError`], the lowering-time diagnostics.
+//! * [`lower`]: whole kernels from the IR to a PTX module.
+//!
+//! Token order on `atom`/`red` follows D7 and the seed's literal lines: stem, ordering, scope,
+//! operation, `.noftz`, vector width, type, address space, cache hint, operands. (The seed's prose
+//! lists two other orders; its literal lines and D7 agree with each other, and ptxas accepts the
+//! modifiers in any order, so the literal lines win.)
+
+pub mod caps;
+pub mod errors;
 pub mod lower;
+pub mod mbarrier;
+pub mod modifier;
+pub mod printer;
+pub mod sreg;
+pub mod warp;
+
+pub use caps::{capped_version, module_header, required_version, Feature, FeatureSet, PtxTarget, PtxVersion};
+pub use errors::PtxError;
+pub use mbarrier::{MbarrierModifier, MbarrierSpace};
+pub use modifier::{
+    pack_atomic_modifier, syncscope_from_llvm, unpack_atomic_modifier, AtomOp, AtomSpace, AtomType, AtomicModifier,
+    AtomicOrder, L2CacheHint, NvptxScope, VectorWidth,
+};
+pub use printer::{hex_imm, BarRedOp, MembarLevel, ProxyKind, PtxPrinter, FULL_MASK};
+pub use sreg::{is_thread_or_cta_sreg, sreg_mov_type, sreg_token};
+pub use warp::{MatchMode, MatchType, ReduxKind, ReduxType, ShflMode, VoteMode};
