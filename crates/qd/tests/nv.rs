@@ -22,7 +22,7 @@ fn match_redux_and_elect_over_a_warp() {
             out.set(base + 4, nv::redux_max(v).cast::<i32>().cast::<u32>());
             out.set(base + 5, nv::redux_xor(v) ^ nv::redux_or(v) ^ nv::redux_and(v));
             out.set(base + 6, leader + is_leader.cast::<u32>() * 100);
-            out.set(base + 7, nv::laneid() + nv::lanemask_lt() * 0 + nv::warpid() * 1000);
+            out.set(base + 7, nv::laneid() + nv::lanemask_lt().popc() + nv::warpid() * 1000);
         });
     });
     let d = Device::cpu();
@@ -43,7 +43,7 @@ fn match_redux_and_elect_over_a_warp() {
         let x = w.iter().fold(0, |x, v| x ^ v) ^ w.iter().fold(0, |x, v| x | v) ^ w.iter().fold(!0, |x, v| x & v);
         assert_eq!(o[i * 8 + 5], x);
         assert_eq!(o[i * 8 + 6], if lane == 0 { 100 } else { 0 });
-        assert_eq!(o[i * 8 + 7], lane as u32 + (i / 32) as u32 * 1000);
+        assert_eq!(o[i * 8 + 7], 2 * lane as u32 + (i / 32) as u32 * 1000);
     }
 }
 

@@ -141,7 +141,7 @@ pub fn static_block_dim() -> u32 {
 fn check_block_dim(op: &str, block_dim: u32) -> bool {
     let sg = crate::simt::subgroup::group_size();
     let kernel_bd = static_block_dim();
-    if block_dim == 0 || block_dim % sg != 0 {
+    if block_dim == 0 || !block_dim.is_multiple_of(sg) {
         trace_error(
             op,
             format!("{op}: block_dim must be a positive multiple of subgroup size ({sg}), got {block_dim}"),
@@ -405,7 +405,7 @@ pub fn radix_rank_match_atomic_or(
         return Val::constant(0);
     }
     let digits = 1u32 << radix_bits;
-    if digits % sgs != 0 {
+    if !digits.is_multiple_of(sgs) {
         trace_error(NAME, format!("{NAME}: the {digits} digits must be a multiple of the subgroup size {sgs}"));
         return Val::constant(0);
     }
