@@ -1,7 +1,179 @@
-//! The `qd` command.
+//! The `qd` command (D10): `info`, `tour`, `conformance`, `emit`.
+//!
+//! Exit status: 0 on success; 1 when a case or example fails, a backend or target is not
+//! available, or `--filter` matches nothing; 2 for a malformed command line (clap's status).
 
-mod conformance;
+use clap::{Parser, Subcommand};
+use qd::prelude::{Device, QdError};
+use qd_cli::emit::{self, EmitTarget};
+use qd_cli::{conformance, runner, tour};
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
 
-fn main() {
-    let _ = conformance::all_cases();
+/// Portable SIMT kernels: backends, the tour of examples, the conformance suite, code emission.
+#[derive(Parser)]
+#[command(name = "qd", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List the backends (devices) and emit targets of this build, and the version.
+    Info,
+    /// Run every example on a device, print its documented result, check it against the host.
+    Tour {
+        /// Device to run on: cpu, cpu:sgN (N = 4, 8, 16, 32, 64), cuda[:N], vulkan[:N].
+        #[arg(long, default_value = "cpu")]
+        backend: String,
+    },
+    /// Run the conformance suite on a device.
+    Conformance {
+        /// Device to run on: cpu, cpu:sgN (N = 4, 8, 16, 32, 64), cuda[:N], vulkan[:N].
+        #[arg(long, default_value = "cpu")]
+        backend: String,
+        /// Run only the cases whose id contains this text.
+        #[arg(long)]
+        filter: Option<String>,
+        /// Print the case ids (those the backend would skip included) and exit.
+        #[arg(long)]
+        list: bool,
+        /// Seed of the random inputs (random when not given; printed to stderr either way).
+        #[arg(long)]
+        seed: Option<u64>,
+    },
+    /// Write every built-in kernel for a target into a folder.
+    Emit {
+        /// ir, ptx[:sm_XX], spirv[:sgN], msl or amdgpu:gfxNNN.
+        #[arg(long)]
+        target: String,
+        /// Output folder (created when missing).
+        #[arg(long)]
+        out: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    let result = match Cli::parse().command {
+        Command::Info => info(),
+        Command::Tour { backend } => run_tour(&backend),
+        Command::Conformance { backend, filter, list, seed } => {
+            run_conformance(&backend, filter.as_deref(), list, seed)
+        }
+        Command::Emit { target, out } => run_emit(&target, &out),
+    };
+    match result {
+        Ok(code) => code,
+        // The reader went away (`qd conformance --list | head`): stop quietly, as a tool killed by
+        // SIGPIPE would, without claiming success for output nobody read.
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("qd: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The devices `qd info` asks about, with a description of each.
+const BACKENDS: [(&str, &str); 10] = [
+    ("cpu", "CPU SIMT emulator, the default (same as cpu:sg32)"),
+    ("cpu:sg4", "CPU SIMT emulator"),
+    ("cpu:sg8", "CPU SIMT emulator (lavapipe's width)"),
+    ("cpu:sg16", "CPU SIMT emulator"),
+    ("cpu:sg32", "CPU SIMT emulator (NVIDIA warp width)"),
+    ("cpu:sg64", "CPU SIMT emulator (AMD wave64 width)"),
+    ("cuda", "NVIDIA GPUs through PTX"),
+    ("vulkan", "Vulkan through SPIR-V"),
+    ("metal", "Metal through MSL"),
+    ("amdgpu", "AMD GPUs through LLVM IR for amdgcn"),
+];
+
+fn info() -> io::Result<ExitCode> {
+    let mut out = io::stdout().lock();
+    writeln!(out, "qd {}", env!("CARGO_PKG_VERSION"))?;
+    writeln!(out)?;
+    writeln!(out, "backends:")?;
+    for (name, what) in BACKENDS {
+        // Ask the runtime rather than hard-coding: the list stays true as backends land.
+        match Device::from_name(name) {
+            Ok(d) => writeln!(out, "  {name:<10} available      subgroup size {:<3} {what}", d.subgroup_size())?,
+            Err(QdError::Unavailable { reason, .. }) => writeln!(out, "  {name:<10} not available  {what}: {reason}")?,
+            Err(e) => writeln!(out, "  {name:<10} not available  {what}: {e}")?,
+        }
+    }
+    writeln!(out)?;
+    writeln!(out, "emit targets:")?;
+    for name in ["ir", "ptx:sm_90", "spirv:sg32", "msl", "amdgpu:gfx942"] {
+        let target: EmitTarget = name.parse().expect("built-in target names parse");
+        let status = if target.is_available() { "available" } else { "not available in this build" };
+        writeln!(out, "  {name:<14} {status}")?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_tour(backend: &str) -> io::Result<ExitCode> {
+    let device = match Device::from_name(backend) {
+        Ok(d) => d,
+        Err(e) => return Ok(unavailable(e)),
+    };
+    let failures = tour::run(&device, &mut io::stdout().lock())?;
+    Ok(if failures == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+fn run_conformance(backend: &str, filter: Option<&str>, list: bool, seed: Option<u64>) -> io::Result<ExitCode> {
+    if list {
+        let mut out = io::stdout().lock();
+        let mut any = false;
+        for case in conformance::all_cases().iter().filter(|c| filter.is_none_or(|f| c.id.contains(f))) {
+            writeln!(out, "{}", case.id)?;
+            any = true;
+        }
+        return Ok(if any { ExitCode::SUCCESS } else { no_match(filter) });
+    }
+    let seed = seed.unwrap_or_else(runner::random_seed);
+    eprintln!("seed: {seed}");
+    let device = match Device::from_name(backend) {
+        Ok(d) => d,
+        Err(e) => return Ok(unavailable(e)),
+    };
+    let cases = runner::select(runner::with_streams(conformance::all_cases(), seed), filter);
+    if cases.is_empty() {
+        return Ok(no_match(filter));
+    }
+    let tally = runner::run(&device, cases, &mut io::stdout().lock())?;
+    if tally.failed > 0 {
+        eprintln!("qd: reproduce with --seed {seed}");
+    } else if tally.passed == 0 {
+        eprintln!("qd: every case was skipped on {}", device.name());
+    }
+    Ok(if tally.ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+fn run_emit(target: &str, out: &std::path::Path) -> io::Result<ExitCode> {
+    let target: EmitTarget = match target.parse() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("qd: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    if !target.is_available() {
+        println!("target {target}: not available in this build");
+        return Ok(ExitCode::FAILURE);
+    }
+    let report = emit::emit_all(&target, out, &mut io::stdout().lock())?;
+    println!("wrote {} {} files to {}", report.written, target.extension(), out.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn unavailable(e: QdError) -> ExitCode {
+    eprintln!("qd: {e}");
+    ExitCode::FAILURE
+}
+
+fn no_match(filter: Option<&str>) -> ExitCode {
+    eprintln!("qd: no case id contains `{}` (see --list)", filter.unwrap_or(""));
+    ExitCode::FAILURE
 }

@@ -1,6 +1,922 @@
-//! Conformance cases: examples.
+//! Conformance cases from the seed pages' examples, plus the block, grid and atomic basics they
+//! stand on.
+//!
+//! Every check follows one shape: random inputs from the case's [`Rng`], one launch, a host
+//! reference, an exact comparison. A [`Check`] owns its kernel, so `qd tour` runs the same code as
+//! `qd conformance` and `qd emit` prints the same kernels.
 
-use super::Case;
+use super::{expect_eq, fail, Case, Outcome, Rng};
+use qd::prelude::*;
+use qd::trace::{for_range, while_, Int, Shuffle};
+use std::fmt::Debug;
+use std::ops::{BitAnd, BitOr, BitXor};
+
+/// Threads per block in every kernel here (a multiple of every emulated subgroup width).
+const BLOCK: u32 = 64;
+
+/// What a successful run reports: a one-line summary of inputs and outputs for the tour.
+pub type Summary = String;
+
+type Runner = dyn Fn(&Kernel, &Device, &mut Rng) -> Result<Summary, String> + Send + Sync;
+
+/// A kernel with its host-side driver: makes random inputs, launches, compares with the host
+/// reference and summarises the result.
+pub struct Check {
+    kernel: Kernel,
+    needs_f64: bool,
+    needs_atomic64: bool,
+    run: Box<Runner>,
+}
+
+impl Check {
+    fn new(
+        kernel: Kernel,
+        run: impl Fn(&Kernel, &Device, &mut Rng) -> Result<Summary, String> + Send + Sync + 'static,
+    ) -> Check {
+        Check { kernel, needs_f64: false, needs_atomic64: false, run: Box::new(run) }
+    }
+
+    /// Marks the check as using `T` as data (f64 needs the backend's f64 capability).
+    fn data<T: Scalar>(mut self) -> Check {
+        self.needs_f64 |= T::DTYPE == qd::ir::DType::F64;
+        self
+    }
+
+    /// Marks the check as using atomics on `T` (64-bit integer atomics are a capability).
+    fn atomics<T: Scalar>(mut self) -> Check {
+        self.needs_atomic64 |= T::DTYPE.is_int() && T::DTYPE.bits() == 64;
+        self.data::<T>()
+    }
+
+    /// The kernel this check launches.
+    pub fn kernel(&self) -> &Kernel {
+        &self.kernel
+    }
+
+    /// Why `device` cannot run this check, if it cannot.
+    pub fn skip_reason(&self, device: &Device) -> Option<String> {
+        let caps = &device.target().caps;
+        if self.needs_f64 && !caps.f64 {
+            return Some(format!("{} has no f64", device.name()));
+        }
+        if self.needs_atomic64 && !caps.atomic_i64 {
+            return Some(format!("{} has no 64-bit integer atomics", device.name()));
+        }
+        None
+    }
+
+    /// Runs the check: `Ok(summary)` when the device matched the host reference.
+    pub fn run(&self, device: &Device, rng: &mut Rng) -> Result<Summary, String> {
+        (self.run)(&self.kernel, device, rng)
+    }
+}
+
+/// Data types the cases run on, with the host arithmetic their references need.
+pub trait Elt: Shuffle {
+    /// Short name used in case ids and kernel names (`i32`, `f64`, ...).
+    const NAME: &'static str;
+    /// A random value: every bit pattern for integers, a finite multiple of 1/8 for floats
+    /// (readable in the tour, and never a NaN that would fail an exact comparison).
+    fn random(rng: &mut Rng) -> Self;
+    /// A random summand: any integer, or a small whole float so that every sum a case makes is
+    /// exact whatever the order of the additions.
+    fn summand(rng: &mut Rng) -> Self;
+    /// `x as Self` (integers wrap).
+    fn from_i64(x: i64) -> Self;
+    /// Addition as the device does it (integers wrap, D5).
+    fn host_add(self, o: Self) -> Self;
+    /// Subtraction as the device does it.
+    fn host_sub(self, o: Self) -> Self;
+    /// Minimum.
+    fn host_min(self, o: Self) -> Self;
+    /// Maximum.
+    fn host_max(self, o: Self) -> Self;
+}
+
+/// Integer [`Elt`]s: the bitwise atomics and compare-and-swap.
+pub trait IntElt: Elt + Int + Ord + BitAnd<Output = Self> + BitOr<Output = Self> + BitXor<Output = Self> {}
+
+macro_rules! int_elt {
+    ($($t:ty),*) => {$(
+        impl Elt for $t {
+            const NAME: &'static str = stringify!($t);
+            fn random(rng: &mut Rng) -> Self {
+                rng.next_u64() as $t
+            }
+            fn summand(rng: &mut Rng) -> Self {
+                rng.next_u64() as $t
+            }
+            fn from_i64(x: i64) -> Self {
+                x as $t
+            }
+            fn host_add(self, o: Self) -> Self {
+                self.wrapping_add(o)
+            }
+            fn host_sub(self, o: Self) -> Self {
+                self.wrapping_sub(o)
+            }
+            fn host_min(self, o: Self) -> Self {
+                Ord::min(self, o)
+            }
+            fn host_max(self, o: Self) -> Self {
+                Ord::max(self, o)
+            }
+        }
+        impl IntElt for $t {}
+    )*};
+}
+int_elt!(i32, u32, i64, u64);
+
+macro_rules! float_elt {
+    ($($t:ty),*) => {$(
+        impl Elt for $t {
+            const NAME: &'static str = stringify!($t);
+            fn random(rng: &mut Rng) -> Self {
+                rng.range_i64(-8000, 8000) as $t / 8.0
+            }
+            fn summand(rng: &mut Rng) -> Self {
+                rng.range_i64(-64, 64) as $t
+            }
+            fn from_i64(x: i64) -> Self {
+                x as $t
+            }
+            fn host_add(self, o: Self) -> Self {
+                self + o
+            }
+            fn host_sub(self, o: Self) -> Self {
+                self - o
+            }
+            fn host_min(self, o: Self) -> Self {
+                self.min(o)
+            }
+            fn host_max(self, o: Self) -> Self {
+                self.max(o)
+            }
+        }
+    )*};
+}
+float_elt!(f32, f64);
+
+// ---------------------------------------------------------------------------------------------
+// Host helpers.
+
+/// A random length: 1 to 8 blocks.
+fn random_len(rng: &mut Rng) -> usize {
+    BLOCK as usize * random_blocks(rng)
+}
+
+/// A random grid: 1 to 8 blocks, enough for blocks to run concurrently on the emulator's pool.
+fn random_blocks(rng: &mut Rng) -> usize {
+    rng.range_i64(1, 9) as usize
+}
+
+/// A random-length vector of random `T`s.
+fn random_data<T: Elt>(rng: &mut Rng) -> Vec<T> {
+    let n = random_len(rng);
+    random_vec(rng, n, T::random)
+}
+
+fn random_vec<T>(rng: &mut Rng, n: usize, f: impl Fn(&mut Rng) -> T) -> Vec<T> {
+    (0..n).map(|_| f(rng)).collect()
+}
+
+fn upload<T: Scalar>(device: &Device, data: &[T]) -> Result<DeviceArray<T>, String> {
+    device.array_from(data).map_err(fail)
+}
+
+fn download<T: Scalar>(a: &DeviceArray<T>) -> Result<Vec<T>, String> {
+    a.to_vec().map_err(fail)
+}
+
+/// The first few elements, for the tour's one-line summaries.
+fn head<T: Debug>(xs: &[T]) -> String {
+    const SHOWN: usize = 8;
+    let items: Vec<String> = xs.iter().take(SHOWN).map(|x| format!("{x:?}")).collect();
+    let more = if xs.len() > SHOWN { ", ..." } else { "" };
+    format!("[{}{more}]", items.join(", "))
+}
+
+/// `name = [first elements, ...] (n = len)`.
+fn show<T: Debug>(name: &str, xs: &[T]) -> String {
+    format!("{name} = {} (n = {})", head(xs), xs.len())
+}
+
+/// Shows a bitmask in hex.
+struct Hex(u32);
+
+impl Debug for Hex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:#010x}", self.0)
+    }
+}
+
+/// Checks that `got` is a permutation of `0..n` (as `T`).
+fn expect_permutation<T: IntElt + Debug>(what: &str, got: &[T]) -> Result<(), String> {
+    let mut sorted = got.to_vec();
+    sorted.sort();
+    let want: Vec<T> = (0..got.len() as i64).map(T::from_i64).collect();
+    expect_eq(&format!("{what} (sorted)"), &sorted, &want)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The subgroup page's examples.
+
+/// Every lane reads lane 0's value: `a[i] = shuffle(a[i], 0)`.
+pub fn broadcast_lane0<T: Elt>() -> Check {
+    let kernel = Kernel::range(&format!("broadcast_lane0_{}", T::NAME), BLOCK, |k| {
+        let a = k.array::<T>("a");
+        k.parallel_for(0, a.len(), |i| {
+            a.set(i, subgroup::shuffle(a.get(i), 0u32));
+        });
+    });
+    Check::new(kernel, |kernel, device, rng| {
+        let src = random_data::<T>(rng);
+        let a = upload(device, &src)?;
+        device.launch(kernel, &[a.arg()]).map_err(fail)?;
+        let sg = device.subgroup_size() as usize;
+        let want: Vec<T> = (0..src.len()).map(|i| src[i - i % sg]).collect();
+        let got = download(&a)?;
+        expect_eq("a", &got, &want)?;
+        Ok(format!("before {}; after {}", show("a", &src), show("a", &got)))
+    })
+    .data::<T>()
+}
+
+/// `counts[g]` = ballot of `a[i] > 0` over the first `min(32, group size)` lanes of subgroup `g`,
+/// written so it runs at any subgroup width.
+pub fn ballot_count_positive() -> Check {
+    let kernel = Kernel::range("ballot_count_positive", BLOCK, |k| {
+        let a = k.array::<f32>("a");
+        let counts = k.array::<u32>("counts");
+        k.parallel_for(0, a.len(), |i| {
+            // ballot_first_n takes at most 32 lanes; on a 64-wide subgroup the upper half is left out.
+            let n = subgroup::group_size().min(32);
+            let mask = subgroup::ballot_first_n(a.get(i).gt(0.0f32).to_i32(), n);
+            if_(subgroup::invocation_id().eq(0), || {
+                counts.set(i >> subgroup::log2_group_size() as i32, mask);
+            });
+        });
+    });
+    Check::new(kernel, |kernel, device, rng| {
+        let n = random_len(rng);
+        // A quarter zeros: zero is not positive.
+        let src = random_vec(rng, n, |r| if r.range_i64(0, 4) == 0 { 0.0 } else { f32::random(r) });
+        let sg = device.subgroup_size() as usize;
+        let a = upload(device, &src)?;
+        let counts = device.zeros::<u32>(n / sg).map_err(fail)?;
+        device.launch(kernel, &[a.arg(), counts.arg()]).map_err(fail)?;
+        let want: Vec<u32> =
+            (0..n / sg).map(|g| (0..sg.min(32)).filter(|&l| src[g * sg + l] > 0.0).map(|l| 1u32 << l).sum()).collect();
+        let got = download(&counts)?;
+        expect_eq("counts", &got, &want)?;
+        let popc: Vec<u32> = got.iter().map(|m| m.count_ones()).collect();
+        let got: Vec<Hex> = got.into_iter().map(Hex).collect();
+        Ok(format!(
+            "{}; masks {}; positives per subgroup (popcount on the host) {}",
+            show("a", &src),
+            head(&got),
+            head(&popc)
+        ))
+    })
+}
+
+/// A range kernel `dst[i] = shuffle(src[i], lane_of(invocation_id()))`.
+fn gather_kernel<T: Elt>(name: &str, lane_of: fn(Val<i32>) -> Val<i32>) -> Kernel {
+    Kernel::range(&format!("{name}_{}", T::NAME), BLOCK, move |k| {
+        let src = k.array::<T>("src");
+        let dst = k.array::<T>("dst");
+        k.parallel_for(0, src.len(), |i| {
+            let lane = subgroup::invocation_id();
+            dst.set(i, subgroup::shuffle(src.get(i), lane_of(lane).cast::<u32>()));
+        });
+    })
+}
+
+/// Runs a gather kernel and checks `dst[i] == src[base(i) + source_lane(lane(i))]`.
+fn gather_check<T: Elt>(kernel: Kernel, source_lane: fn(usize) -> usize) -> Check {
+    Check::new(kernel, move |kernel, device, rng| {
+        let src = random_data::<T>(rng);
+        let a = upload(device, &src)?;
+        let d = device.zeros::<T>(src.len()).map_err(fail)?;
+        device.launch(kernel, &[a.arg(), d.arg()]).map_err(fail)?;
+        let sg = device.subgroup_size() as usize;
+        let want: Vec<T> = (0..src.len()).map(|i| src[i - i % sg + source_lane(i % sg)]).collect();
+        let got = download(&d)?;
+        expect_eq("dst", &got, &want)?;
+        Ok(format!("{}; {}", show("src", &src), show("dst", &got)))
+    })
+    .data::<T>()
+}
+
+/// Identity shuffle: every lane reads its own id, so `dst == src`.
+pub fn identity_shuffle<T: Elt>() -> Check {
+    gather_check::<T>(gather_kernel::<T>("identity_shuffle", |lane| lane), |l| l)
+}
+
+/// Swap neighbours: lane `l` reads lane `l ^ 1`.
+pub fn swap_neighbours<T: Elt>() -> Check {
+    gather_check::<T>(gather_kernel::<T>("swap_neighbours", |lane| lane ^ 1), |l| l ^ 1)
+}
+
+/// Reverse within each group of 4 lanes: lane `l` reads `l / 4 * 4 + 3 - l % 4`.
+pub fn reverse4<T: Elt>() -> Check {
+    gather_check::<T>(gather_kernel::<T>("reverse4", |lane| lane / 4 * 4 + 3 - lane % 4), |l| l / 4 * 4 + 3 - l % 4)
+}
+
+/// Tree reduction of 4 with `shuffle_down`: lane 0 of each group of 4 holds the group's sum.
+pub fn reduce4<T: Elt>() -> Check {
+    let kernel = Kernel::range(&format!("reduce4_{}", T::NAME), BLOCK, |k| {
+        let src = k.array::<T>("src");
+        let dst = k.array::<T>("dst");
+        k.parallel_for(0, src.len(), |i| {
+            let mut v = src.get(i);
+            v = v + subgroup::shuffle_down(v, 2u32);
+            v = v + subgroup::shuffle_down(v, 1u32);
+            dst.set(i, v);
+        });
+    });
+    Check::new(kernel, |kernel, device, rng| {
+        let src = random_data::<T>(rng);
+        let a = upload(device, &src)?;
+        let d = device.zeros::<T>(src.len()).map_err(fail)?;
+        device.launch(kernel, &[a.arg(), d.arg()]).map_err(fail)?;
+        // Only lane 0 of each group is meaningful: the others read past their group (or their
+        // subgroup). The host adds in the device's order so float sums match exactly.
+        let want: Vec<T> = src.chunks(4).map(|c| c[0].host_add(c[2]).host_add(c[1].host_add(c[3]))).collect();
+        let got: Vec<T> = download(&d)?.into_iter().step_by(4).collect();
+        expect_eq("dst[4g]", &got, &want)?;
+        Ok(format!("{}; group sums (dst[4g]) {}", show("src", &src), head(&got)))
+    })
+    .data::<T>()
+}
+
+/// `subgroup::group_size()` seen by a kernel equals the device's, and lane ids count `0..size`.
+pub fn group_size_query() -> Check {
+    let kernel = Kernel::range("group_size_query", BLOCK, |k| {
+        let size = k.array::<u32>("size");
+        let lane = k.array::<i32>("lane");
+        k.parallel_for(0, lane.len(), |i| {
+            size.set(i, subgroup::group_size());
+            lane.set(i, subgroup::invocation_id());
+        });
+    });
+    Check::new(kernel, |kernel, device, rng| {
+        let n = random_len(rng);
+        let size = device.zeros::<u32>(n).map_err(fail)?;
+        let lane = device.zeros::<i32>(n).map_err(fail)?;
+        device.launch(kernel, &[size.arg(), lane.arg()]).map_err(fail)?;
+        let sg = device.subgroup_size();
+        expect_eq("size", &download(&size)?, &vec![sg; n])?;
+        let got = download(&lane)?;
+        expect_eq("lane", &got, &(0..n as i32).map(|i| i % sg as i32).collect::<Vec<_>>())?;
+        Ok(format!("group_size() = {sg}; {}", show("lane", &got)))
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Atomics, block and grid examples.
+
+/// Reservation counter: `slot = atomic_add(counter[0], 1)` hands every thread a unique slot.
+pub fn reservation_counter() -> Check {
+    let kernel = Kernel::range("reservation_counter", BLOCK, |k| {
+        let counter = k.array::<i32>("counter");
+        let slots = k.array::<i32>("slots");
+        k.parallel_for(0, slots.len(), |i| {
+            let slot = atomic_add(counter.at(0), 1);
+            slots.set(i, slot);
+        });
+    });
+    Check::new(kernel, |kernel, device, rng| {
+        let n = random_len(rng);
+        let counter = device.zeros::<i32>(1).map_err(fail)?;
+        let slots = device.zeros::<i32>(n).map_err(fail)?;
+        device.launch(kernel, &[counter.arg(), slots.arg()]).map_err(fail)?;
+        let got = download(&slots)?;
+        expect_permutation("slots", &got)?;
+        expect_eq("counter", &download(&counter)?, &[n as i32])?;
+        Ok(format!("counter = {n}; {} (a permutation of 0..{n})", show("slots", &got)))
+    })
+}
+
+/// Shared-array exchange across `block::sync()`: each thread writes `shared[tid]`, then reads
+/// `shared[block_dim - 1 - tid]`, so every block comes out reversed.
+pub fn shared_exchange<T: Elt>() -> Check {
+    let kernel = Kernel::explicit(&format!("shared_exchange_{}", T::NAME), BLOCK, |k| {
+        let src = k.array::<T>("src");
+        let dst = k.array::<T>("dst");
+        let shared = block::shared_array::<T>(BLOCK);
+        let t = block::thread_idx();
+        let g = block::global_thread_idx();
+        shared.set(t, src.get(g));
+        block::sync();
+        dst.set(g, shared.get(block::block_dim() - 1 - t));
+    });
+    Check::new(kernel, |kernel, device, rng| {
+        let src = random_data::<T>(rng);
+        let a = upload(device, &src)?;
+        let d = device.zeros::<T>(src.len()).map_err(fail)?;
+        let blocks = (src.len() / BLOCK as usize) as u32;
+        device.launch_grid(kernel, blocks, &[a.arg(), d.arg()]).map_err(fail)?;
+        let b = BLOCK as usize;
+        let want: Vec<T> = (0..src.len()).map(|i| src[i - i % b + (b - 1 - i % b)]).collect();
+        let got = download(&d)?;
+        expect_eq("dst", &got, &want)?;
+        Ok(format!("{}; {}", show("src", &src), show("dst", &got)))
+    })
+    .data::<T>()
+}
+
+/// Where the consumers of [`producer_consumer`] sit relative to the producer (thread 0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Split {
+    /// The block page's pattern: every other thread of the block consumes.
+    Block,
+    /// Consumers only in other subgroups (blocks of 128, so a 64-wide subgroup has a neighbour).
+    CrossSubgroup,
+    /// Consumers only in the producer's own subgroup: divergent paths of one subgroup.
+    SameSubgroup,
+}
+
+impl Split {
+    /// Every variant, in case order.
+    pub const ALL: [Split; 3] = [Split::Block, Split::CrossSubgroup, Split::SameSubgroup];
+
+    /// Name used in case ids and kernel names.
+    pub fn name(self) -> &'static str {
+        match self {
+            Split::Block => "block",
+            Split::CrossSubgroup => "cross_subgroup",
+            Split::SameSubgroup => "same_subgroup",
+        }
+    }
+
+    fn block_dim(self) -> u32 {
+        match self {
+            Split::CrossSubgroup => 2 * BLOCK,
+            _ => BLOCK,
+        }
+    }
+
+    /// Whether thread `t` of a block consumes, on the host.
+    fn consumes(self, t: usize, sg: usize) -> bool {
+        match self {
+            Split::Block => t != 0,
+            Split::CrossSubgroup => t >= sg,
+            Split::SameSubgroup => t != 0 && t < sg,
+        }
+    }
+}
+
+/// The block page's producer/consumer: thread 0 writes the data, `block::mem_fence()`, sets a
+/// shared flag; consumers spin on `volatile_load(flag)` and then read the data. It must complete
+/// however producer and consumers are split over subgroups.
+pub fn producer_consumer(split: Split) -> Check {
+    let kernel = Kernel::explicit(&format!("producer_consumer_{}", split.name()), split.block_dim(), move |k| {
+        let src = k.array::<i32>("src");
+        let out = k.array::<i32>("out");
+        let data = block::shared_array::<i32>(1);
+        let flag = block::shared_array::<i32>(1);
+        let t = block::thread_idx();
+        let g = block::global_thread_idx();
+        // Shared memory starts undefined: clear the flag before anyone polls it.
+        if_(t.eq(0), || flag.set(0, 0));
+        block::sync();
+        let sg = subgroup::group_size() as i32;
+        let consumer = match split {
+            Split::Block => t.ne(0),
+            Split::CrossSubgroup => t.ge(sg),
+            Split::SameSubgroup => t.ne(0) & t.lt(sg),
+        };
+        if_else(
+            t.eq(0),
+            || {
+                let value = src.get(block::block_idx());
+                data.set(0, value);
+                block::mem_fence(); // the data write is ordered before the flag store
+                flag.set(0, 1);
+                out.set(g, value);
+            },
+            || {
+                if_(consumer, || {
+                    // block::sync() here would deadlock: the producer never reaches it.
+                    while_(|| volatile_load(flag.at(0)).eq(0), || {});
+                    block::mem_fence(); // the flag read is ordered before the data read
+                    out.set(g, data.get(0));
+                });
+            },
+        );
+    });
+    Check::new(kernel, move |kernel, device, rng| {
+        let b = split.block_dim() as usize;
+        let blocks = random_blocks(rng);
+        let src = random_vec(rng, blocks, |r| r.range_i64(0, 1000) as i32);
+        let a = upload(device, &src)?;
+        let out = upload(device, &vec![-1i32; blocks * b])?;
+        device.launch_grid(kernel, blocks as u32, &[a.arg(), out.arg()]).map_err(fail)?;
+        let sg = device.subgroup_size() as usize;
+        let want: Vec<i32> =
+            (0..blocks * b).map(|g| if g % b == 0 || split.consumes(g % b, sg) { src[g / b] } else { -1 }).collect();
+        let got = download(&out)?;
+        expect_eq("out", &got, &want)?;
+        let consumers = (0..b).filter(|&t| split.consumes(t, sg)).count();
+        Ok(format!(
+            "{}; {consumers} consumers per block of {b} completed; {}",
+            show("src (one per block)", &src),
+            show("out", &got)
+        ))
+    })
+}
+
+/// `thread_idx`, `block_idx`, `block_dim`, `grid_dim` and `global_thread_idx` over several blocks
+/// of an explicit kernel.
+pub fn thread_indices_explicit() -> Check {
+    let kernel = Kernel::explicit("thread_indices_explicit", BLOCK, |k| {
+        let tid = k.array::<i32>("tid");
+        let bid = k.array::<i32>("bid");
+        let dims = k.array::<i32>("dims");
+        let g = block::global_thread_idx();
+        tid.set(g, block::thread_idx());
+        bid.set(g, block::block_idx());
+        dims.set(g, block::block_dim() * 1000 + block::grid_dim());
+    });
+    Check::new(kernel, |kernel, device, rng| {
+        let blocks = random_blocks(rng);
+        let n = blocks * BLOCK as usize;
+        let init = vec![-1i32; n];
+        let (tid, bid, dims) = (upload(device, &init)?, upload(device, &init)?, upload(device, &init)?);
+        device.launch_grid(kernel, blocks as u32, &[tid.arg(), bid.arg(), dims.arg()]).map_err(fail)?;
+        let b = BLOCK as usize;
+        expect_eq("tid", &download(&tid)?, &(0..n).map(|g| (g % b) as i32).collect::<Vec<_>>())?;
+        expect_eq("bid", &download(&bid)?, &(0..n).map(|g| (g / b) as i32).collect::<Vec<_>>())?;
+        expect_eq("block_dim * 1000 + grid_dim", &download(&dims)?, &vec![BLOCK as i32 * 1000 + blocks as i32; n])?;
+        Ok(format!("{blocks} blocks of {BLOCK}"))
+    })
+}
+
+/// A range kernel starting at a random `begin`: `thread_idx == (i - begin) % block_dim` and
+/// `global_thread_idx == i - begin` (D1); the length need not be a multiple of the block.
+pub fn thread_indices_range() -> Check {
+    let kernel = Kernel::range("thread_indices_range", BLOCK, |k| {
+        let begin = k.scalar::<i32>("begin");
+        let tid = k.array::<i32>("tid");
+        let gtid = k.array::<i32>("gtid");
+        k.parallel_for(begin, begin + tid.len(), |i| {
+            tid.set(i - begin, block::thread_idx());
+            gtid.set(i - begin, block::global_thread_idx());
+        });
+    });
+    Check::new(kernel, |kernel, device, rng| {
+        let n = rng.range_i64(1, 300) as usize;
+        let begin = rng.range_i64(-1000, 1000) as i32;
+        let init = vec![-1i32; n];
+        let (tid, gtid) = (upload(device, &init)?, upload(device, &init)?);
+        device.launch(kernel, &[Arg::scalar(begin), tid.arg(), gtid.arg()]).map_err(fail)?;
+        let b = BLOCK as i32;
+        expect_eq("tid", &download(&tid)?, &(0..n as i32).map(|j| j % b).collect::<Vec<_>>())?;
+        expect_eq("gtid", &download(&gtid)?, &(0..n as i32).collect::<Vec<_>>())?;
+        Ok(format!("begin = {begin}, {n} iterations"))
+    })
+}
+
+/// A block barrier that reduces a predicate.
+#[derive(Clone, Copy, Debug)]
+pub enum SyncReduce {
+    /// `block::sync_all_nonzero`.
+    All,
+    /// `block::sync_any_nonzero`.
+    Any,
+    /// `block::sync_count_nonzero`.
+    Count,
+}
+
+impl SyncReduce {
+    /// Every variant, in case order.
+    pub const ALL: [SyncReduce; 3] = [SyncReduce::All, SyncReduce::Any, SyncReduce::Count];
+
+    /// The op's name (`sync_all_nonzero`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            SyncReduce::All => "sync_all_nonzero",
+            SyncReduce::Any => "sync_any_nonzero",
+            SyncReduce::Count => "sync_count_nonzero",
+        }
+    }
+
+    fn device(self, p: Val<i32>) -> Val<i32> {
+        match self {
+            SyncReduce::All => block::sync_all_nonzero(p),
+            SyncReduce::Any => block::sync_any_nonzero(p),
+            SyncReduce::Count => block::sync_count_nonzero(p),
+        }
+    }
+
+    fn host(self, block: &[i32]) -> i32 {
+        match self {
+            SyncReduce::All => block.iter().all(|&p| p != 0) as i32,
+            SyncReduce::Any => block.iter().any(|&p| p != 0) as i32,
+            SyncReduce::Count => block.iter().filter(|&&p| p != 0).count() as i32,
+        }
+    }
+}
+
+/// `block::sync_{all,any,count}_nonzero`, called twice in a row (the slot must be reusable) on
+/// predicates that are true when non-zero, not just when bit 0 is set.
+pub fn block_sync_reduce(op: SyncReduce) -> Check {
+    let kernel = Kernel::explicit(&format!("block_{}", op.name()), BLOCK, move |k| {
+        let pred = k.array::<i32>("pred");
+        let out = k.array::<i32>("out");
+        let g = block::global_thread_idx();
+        let n = block::grid_dim() * block::block_dim();
+        // Unrolled while tracing: two calls, each a separate barrier.
+        for round in 0..2 {
+            let j = g + n * round;
+            out.set(j, op.device(pred.get(j)));
+        }
+    });
+    Check::new(kernel, move |kernel, device, rng| {
+        let blocks = random_blocks(rng);
+        let b = BLOCK as usize;
+        let mut pred = Vec::with_capacity(2 * blocks * b);
+        for _ in 0..2 * blocks {
+            pred.extend(random_predicates(rng, b));
+        }
+        let p = upload(device, &pred)?;
+        let out = device.zeros::<i32>(pred.len()).map_err(fail)?;
+        device.launch_grid(kernel, blocks as u32, &[p.arg(), out.arg()]).map_err(fail)?;
+        let want: Vec<i32> = pred.chunks(b).flat_map(|c| vec![op.host(c); b]).collect();
+        let got = download(&out)?;
+        expect_eq("out", &got, &want)?;
+        let per_block: Vec<i32> = got.iter().step_by(b).copied().collect();
+        Ok(format!("per block {}", head(&per_block)))
+    })
+}
+
+/// One block's predicates: all zero, all non-zero, a random mix, or a single non-zero thread;
+/// non-zero values include 2 and -1 (bit 0 clear or every bit set).
+fn random_predicates(rng: &mut Rng, n: usize) -> Vec<i32> {
+    const NONZERO: [i32; 6] = [1, 2, -1, 7, i32::MIN, i32::MAX];
+    let nonzero = |r: &mut Rng| NONZERO[r.range_i64(0, NONZERO.len() as i64) as usize];
+    match rng.range_i64(0, 4) {
+        0 => vec![0; n],
+        1 => random_vec(rng, n, nonzero),
+        2 => random_vec(rng, n, |r| if r.range_i64(0, 2) == 0 { 0 } else { nonzero(r) }),
+        _ => {
+            let mut v = vec![0; n];
+            let at = rng.range_i64(0, n as i64) as usize;
+            v[at] = nonzero(rng);
+            v
+        }
+    }
+}
+
+/// The last-block-done pattern: every thread publishes `a[g]` with `grid::mem_fence()`; thread 0
+/// of each block then takes a ticket, and the block that takes the last one sums all of `a`.
+pub fn last_block_done() -> Check {
+    let kernel = Kernel::explicit("last_block_done", BLOCK, |k| {
+        let src = k.array::<i32>("src");
+        let a = k.array::<i32>("a");
+        let counter = k.array::<i32>("counter");
+        let total = k.array::<i32>("total");
+        let t = block::thread_idx();
+        let g = block::global_thread_idx();
+        a.set(g, src.get(g));
+        grid::mem_fence(); // a[g] is visible device-wide before this block is counted
+        block::sync(); // every thread of the block has written and fenced
+        if_(t.eq(0), || {
+            let ticket = atomic_add(counter.at(0), 1);
+            if_(ticket.eq(block::grid_dim() - 1), || {
+                grid::mem_fence(); // the ticket is ordered before the reads of other blocks' data
+                let sum = var(0i32);
+                for_range(0, a.len(), |j| sum.set(sum.get() + volatile_load(a.at(j))));
+                total.set(0, sum.get());
+            });
+        });
+    });
+    Check::new(kernel, |kernel, device, rng| {
+        let blocks = random_blocks(rng);
+        let src = random_vec(rng, blocks * BLOCK as usize, |r| r.next_u64() as i32);
+        let s = upload(device, &src)?;
+        let a = device.zeros::<i32>(src.len()).map_err(fail)?;
+        let counter = device.zeros::<i32>(1).map_err(fail)?;
+        let total = device.zeros::<i32>(1).map_err(fail)?;
+        device.launch_grid(kernel, blocks as u32, &[s.arg(), a.arg(), counter.arg(), total.arg()]).map_err(fail)?;
+        let want = src.iter().fold(0i32, |x, &y| x.wrapping_add(y));
+        expect_eq("total", &download(&total)?, &[want])?;
+        expect_eq("counter", &download(&counter)?, &[blocks as i32])?;
+        Ok(format!("{blocks} blocks; total = {want}"))
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Atomic read-modify-write table.
+
+/// Elements every thread's contended atomic lands on (`acc[i % SLOTS]`).
+const SLOTS: usize = 4;
+
+/// An atomic read-modify-write op: its device call and its host meaning.
+pub struct Rmw<T> {
+    /// Op name (`add`, `exchange`, ...).
+    pub name: &'static str,
+    device: fn(Elem<T>, Val<T>) -> Val<T>,
+    host: fn(T, T) -> T,
+    /// Values drawn for it.
+    random: fn(&mut Rng) -> T,
+}
+
+impl<T> Clone for Rmw<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for Rmw<T> {}
+
+impl<T: Elt> Rmw<T> {
+    /// Ops defined on every [`Elt`]: add, min, max, exchange.
+    pub fn common() -> Vec<Rmw<T>> {
+        vec![
+            Rmw { name: "add", device: |e, v| atomic_add(e, v), host: T::host_add, random: T::summand },
+            Rmw { name: "min", device: |e, v| atomic_min(e, v), host: T::host_min, random: T::random },
+            Rmw { name: "max", device: |e, v| atomic_max(e, v), host: T::host_max, random: T::random },
+            Rmw { name: "exchange", device: |e, v| atomic_exchange(e, v), host: |_, v| v, random: T::random },
+        ]
+    }
+
+    /// Exchange's contended result is whichever store came last, not a fold.
+    fn is_fold(&self) -> bool {
+        self.name != "exchange"
+    }
+}
+
+impl<T: IntElt> Rmw<T> {
+    /// Ops only integers have: sub and the bitwise ones.
+    pub fn integer() -> Vec<Rmw<T>> {
+        vec![
+            Rmw { name: "sub", device: |e, v| atomic_sub(e, v), host: T::host_sub, random: T::random },
+            Rmw { name: "and", device: |e, v| atomic_and(e, v), host: |x, y| x & y, random: T::random },
+            Rmw { name: "or", device: |e, v| atomic_or(e, v), host: |x, y| x | y, random: T::random },
+            Rmw { name: "xor", device: |e, v| atomic_xor(e, v), host: |x, y| x ^ y, random: T::random },
+        ]
+    }
+}
+
+/// One atomic op on one type: `olds[i] = op(own[i], vals[i])` checks the returned old value and
+/// the new value exactly; `op(acc[i % SLOTS], vals[i])` checks atomicity under contention.
+pub fn atomic_rmw<T: Elt>(op: Rmw<T>) -> Check {
+    let kernel = Kernel::range(&format!("atomic_{}_{}", op.name, T::NAME), BLOCK, move |k| {
+        let vals = k.array::<T>("vals");
+        let own = k.array::<T>("own");
+        let olds = k.array::<T>("olds");
+        let acc = k.array::<T>("acc");
+        k.parallel_for(0, vals.len(), |i| {
+            let v = vals.get(i);
+            olds.set(i, (op.device)(own.at(i), v));
+            (op.device)(acc.at(i % SLOTS as i32), v);
+        });
+    });
+    Check::new(kernel, move |kernel, device, rng| {
+        let n = random_len(rng);
+        let vals = random_vec(rng, n, op.random);
+        let own_init = random_vec(rng, n, op.random);
+        let acc_init = random_vec(rng, SLOTS, op.random);
+        let (v, own, acc) = (upload(device, &vals)?, upload(device, &own_init)?, upload(device, &acc_init)?);
+        let olds = device.zeros::<T>(n).map_err(fail)?;
+        device.launch(kernel, &[v.arg(), own.arg(), olds.arg(), acc.arg()]).map_err(fail)?;
+        expect_eq("olds", &download(&olds)?, &own_init)?;
+        let own_want: Vec<T> = own_init.iter().zip(&vals).map(|(&x, &y)| (op.host)(x, y)).collect();
+        expect_eq("own", &download(&own)?, &own_want)?;
+        let acc_got = download(&acc)?;
+        for (s, (&init, &got)) in acc_init.iter().zip(&acc_got).enumerate() {
+            let mine = vals.iter().skip(s).step_by(SLOTS).copied();
+            if op.is_fold() {
+                let want = mine.fold(init, op.host);
+                if got != want {
+                    return Err(format!("acc[{s}] = {got:?}, expected {want:?}"));
+                }
+            } else if !mine.clone().any(|x| x == got) {
+                return Err(format!("acc[{s}] = {got:?}, which no thread of that slot stored"));
+            }
+        }
+        Ok(format!("{}; {}", show("vals", &vals), show("acc", &acc_got)))
+    })
+    .atomics::<T>()
+}
+
+/// Compare-and-swap: an exact per-element check (half the expectations hit), and a CAS loop in
+/// which every thread retries until its increment of a shared counter lands.
+pub fn atomic_cas_check<T: IntElt>() -> Check {
+    let kernel = Kernel::range(&format!("atomic_cas_{}", T::NAME), BLOCK, |k| {
+        let expected = k.array::<T>("expected");
+        let desired = k.array::<T>("desired");
+        let own = k.array::<T>("own");
+        let olds = k.array::<T>("olds");
+        let counter = k.array::<T>("counter");
+        let tickets = k.array::<T>("tickets");
+        k.parallel_for(0, own.len(), |i| {
+            olds.set(i, atomic_cas(own.at(i), expected.get(i), desired.get(i)));
+            loop_(|| {
+                let cur = volatile_load(counter.at(0));
+                let seen = atomic_cas(counter.at(0), cur, cur + T::ONE);
+                if_(seen.eq(cur), || {
+                    tickets.set(i, cur);
+                    break_();
+                });
+            });
+        });
+    });
+    Check::new(kernel, |kernel, device, rng| {
+        let n = random_len(rng);
+        let own_init = random_vec(rng, n, T::random);
+        let expected: Vec<T> =
+            own_init.iter().map(|&x| if rng.range_i64(0, 2) == 0 { x } else { T::random(rng) }).collect();
+        let desired = random_vec(rng, n, T::random);
+        let (e, d, own) = (upload(device, &expected)?, upload(device, &desired)?, upload(device, &own_init)?);
+        let olds = device.zeros::<T>(n).map_err(fail)?;
+        let counter = device.zeros::<T>(1).map_err(fail)?;
+        let tickets = device.zeros::<T>(n).map_err(fail)?;
+        let args = [e.arg(), d.arg(), own.arg(), olds.arg(), counter.arg(), tickets.arg()];
+        device.launch(kernel, &args).map_err(fail)?;
+        expect_eq("olds", &download(&olds)?, &own_init)?;
+        let own_want: Vec<T> =
+            (0..n).map(|i| if own_init[i] == expected[i] { desired[i] } else { own_init[i] }).collect();
+        expect_eq("own", &download(&own)?, &own_want)?;
+        expect_permutation("tickets", &download(&tickets)?)?;
+        expect_eq("counter", &download(&counter)?, &[T::from_i64(n as i64)])?;
+        let hits = (0..n).filter(|&i| own_init[i] == expected[i]).count();
+        Ok(format!("{hits} of {n} swaps hit; {n} CAS-loop increments landed"))
+    })
+    .atomics::<T>()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The table.
+
+fn per_type<T: Elt>(checks: &mut Vec<(String, Check)>) {
+    let t = T::NAME;
+    checks.push((format!("examples/broadcast_lane0/{t}"), broadcast_lane0::<T>()));
+    checks.push((format!("examples/identity_shuffle/{t}"), identity_shuffle::<T>()));
+    checks.push((format!("examples/swap_neighbours/{t}"), swap_neighbours::<T>()));
+    checks.push((format!("examples/reverse4/{t}"), reverse4::<T>()));
+    checks.push((format!("examples/reduce4/{t}"), reduce4::<T>()));
+    checks.push((format!("examples/shared_exchange/{t}"), shared_exchange::<T>()));
+}
+
+fn atomics_common<T: Elt>(checks: &mut Vec<(String, Check)>) {
+    for op in Rmw::<T>::common() {
+        checks.push((format!("atomic/{}/{}", op.name, T::NAME), atomic_rmw(op)));
+    }
+}
+
+fn atomics_integer<T: IntElt>(checks: &mut Vec<(String, Check)>) {
+    atomics_common::<T>(checks);
+    for op in Rmw::<T>::integer() {
+        checks.push((format!("atomic/{}/{}", op.name, T::NAME), atomic_rmw(op)));
+    }
+    checks.push((format!("atomic/cas/{}", T::NAME), atomic_cas_check::<T>()));
+}
+
+/// Every check of this module with its case id, in a stable order.
+pub fn checks() -> Vec<(String, Check)> {
+    let mut checks = Vec::new();
+    per_type::<f32>(&mut checks);
+    per_type::<f64>(&mut checks);
+    per_type::<i32>(&mut checks);
+    per_type::<u32>(&mut checks);
+    per_type::<i64>(&mut checks);
+    per_type::<u64>(&mut checks);
+    checks.push(("examples/ballot_count_positive".into(), ballot_count_positive()));
+    checks.push(("examples/group_size_query".into(), group_size_query()));
+    checks.push(("examples/reservation_counter".into(), reservation_counter()));
+    for split in Split::ALL {
+        checks.push((format!("examples/producer_consumer/{}", split.name()), producer_consumer(split)));
+    }
+    checks.push(("block/thread_indices/explicit".into(), thread_indices_explicit()));
+    checks.push(("block/thread_indices/range".into(), thread_indices_range()));
+    for op in SyncReduce::ALL {
+        checks.push((format!("block/{}", op.name()), block_sync_reduce(op)));
+    }
+    checks.push(("grid/last_block_done".into(), last_block_done()));
+    atomics_integer::<i32>(&mut checks);
+    atomics_integer::<u32>(&mut checks);
+    atomics_integer::<i64>(&mut checks);
+    atomics_integer::<u64>(&mut checks);
+    atomics_common::<f32>(&mut checks);
+    atomics_common::<f64>(&mut checks);
+    checks
+}
+
+/// Every kernel the cases of this module launch (for `qd emit`).
+pub fn kernels() -> Vec<Kernel> {
+    checks().into_iter().map(|(_, c)| c.kernel).collect()
+}
 
 /// Adds this module's cases.
-pub fn register(_cases: &mut Vec<Case>) {}
+pub fn register(cases: &mut Vec<Case>) {
+    for (id, check) in checks() {
+        cases.push(Case::new(id, move |device, rng| {
+            if let Some(reason) = check.skip_reason(device) {
+                return Ok(Outcome::Skip(reason));
+            }
+            check.run(device, rng).map(|_| Outcome::Pass)
+        }));
+    }
+}

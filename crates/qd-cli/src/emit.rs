@@ -1,0 +1,209 @@
+//! `qd emit`: target names (D10) and writing every built-in kernel for a target.
+
+use crate::{conformance, tour};
+use qd::prelude::{Device, Kernel};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io::{self, Write};
+use std::path::Path;
+use std::str::FromStr;
+
+/// A code-generation target of `qd emit` (D10).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EmitTarget {
+    /// The IR text dump (`.ir`).
+    Ir,
+    /// PTX for an `sm_XX` architecture (`.ptx`); plain `ptx` is `sm_90`.
+    Ptx {
+        /// The architecture, e.g. `sm_90`.
+        arch: String,
+    },
+    /// SPIR-V for a subgroup size (`.spv`); plain `spirv` is 32 lanes.
+    Spirv {
+        /// Subgroup size.
+        subgroup_size: u32,
+    },
+    /// Metal Shading Language (`.metal`).
+    Msl,
+    /// LLVM IR for an AMDGPU `gfxNNN` chip (`.ll`).
+    Amdgpu {
+        /// The chip, e.g. `gfx942`.
+        chip: String,
+    },
+}
+
+impl EmitTarget {
+    /// File extension of the target's output.
+    pub fn extension(&self) -> &'static str {
+        match self {
+            EmitTarget::Ir => "ir",
+            EmitTarget::Ptx { .. } => "ptx",
+            EmitTarget::Spirv { .. } => "spv",
+            EmitTarget::Msl => "metal",
+            EmitTarget::Amdgpu { .. } => "ll",
+        }
+    }
+
+    /// Whether this build can emit the target.
+    pub fn is_available(&self) -> bool {
+        matches!(self, EmitTarget::Ir)
+    }
+}
+
+impl fmt::Display for EmitTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EmitTarget::Ir => f.write_str("ir"),
+            EmitTarget::Ptx { arch } => write!(f, "ptx:{arch}"),
+            EmitTarget::Spirv { subgroup_size } => write!(f, "spirv:sg{subgroup_size}"),
+            EmitTarget::Msl => f.write_str("msl"),
+            EmitTarget::Amdgpu { chip } => write!(f, "amdgpu:{chip}"),
+        }
+    }
+}
+
+/// Why a target name does not parse.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TargetParseError {
+    /// The name as given.
+    pub name: String,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+impl fmt::Display for TargetParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown target `{}`: {}; expected ir, ptx[:sm_XX], spirv[:sgN], msl or amdgpu:gfxNNN",
+            self.name, self.reason
+        )
+    }
+}
+
+impl std::error::Error for TargetParseError {}
+
+impl FromStr for EmitTarget {
+    type Err = TargetParseError;
+
+    fn from_str(name: &str) -> Result<EmitTarget, TargetParseError> {
+        let err = |reason: &str| TargetParseError { name: name.to_string(), reason: reason.to_string() };
+        let (family, detail) = match name.split_once(':') {
+            Some((f, d)) => (f, Some(d)),
+            None => (name, None),
+        };
+        match (family, detail) {
+            ("ir", None) => Ok(EmitTarget::Ir),
+            ("msl", None) => Ok(EmitTarget::Msl),
+            ("ptx", None) => Ok(EmitTarget::Ptx { arch: "sm_90".into() }),
+            ("ptx", Some(arch)) => {
+                // sm_XX with an optional feature suffix (sm_90a, sm_100f).
+                let digits = arch.strip_prefix("sm_").map(|s| s.trim_end_matches(['a', 'f'])).unwrap_or("");
+                if digits.len() >= 2 && digits.bytes().all(|b| b.is_ascii_digit()) {
+                    Ok(EmitTarget::Ptx { arch: arch.to_string() })
+                } else {
+                    Err(err("the PTX architecture is sm_XX, e.g. ptx:sm_90"))
+                }
+            }
+            ("spirv", None) => Ok(EmitTarget::Spirv { subgroup_size: 32 }),
+            ("spirv", Some(sg)) => match sg.strip_prefix("sg").and_then(|n| n.parse::<u32>().ok()) {
+                Some(n) if n.is_power_of_two() && (4..=128).contains(&n) => Ok(EmitTarget::Spirv { subgroup_size: n }),
+                _ => Err(err("the SPIR-V subgroup size is sgN with N a power of two from 4 to 128, e.g. spirv:sg32")),
+            },
+            ("amdgpu", Some(chip)) => {
+                let digits = chip.strip_prefix("gfx").unwrap_or("");
+                if digits.len() >= 3 && digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    Ok(EmitTarget::Amdgpu { chip: chip.to_string() })
+                } else {
+                    Err(err("the AMDGPU chip is gfxNNN, e.g. amdgpu:gfx942"))
+                }
+            }
+            ("amdgpu", None) => Err(err("name the chip, e.g. amdgpu:gfx942")),
+            ("ir" | "msl", Some(_)) => Err(err("this target takes no `:` suffix")),
+            _ => Err(err("no such target family")),
+        }
+    }
+}
+
+/// Every built-in kernel (the tour's and the conformance suite's), one per name, sorted by name.
+pub fn builtin_kernels() -> Vec<Kernel> {
+    let mut by_name = BTreeMap::new();
+    // The tour's kernels are conformance kernels too: same name, same body, so one copy is kept.
+    for k in tour::kernels().into_iter().chain(conformance::examples::kernels()) {
+        by_name.entry(k.name().to_string()).or_insert(k);
+    }
+    by_name.into_values().collect()
+}
+
+/// What an emit run did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EmitReport {
+    /// Files written.
+    pub written: usize,
+    /// Kernels the target cannot express (one line each was printed).
+    pub not_emitted: usize,
+}
+
+/// Writes `<kernel>.<ext>` into `dir` for every built-in kernel. A kernel the target cannot
+/// express gets one line on `log` naming it and the reason, and no file (D10).
+///
+/// The target must be available ([`EmitTarget::is_available`]).
+pub fn emit_all(target: &EmitTarget, dir: &Path, log: &mut dyn Write) -> io::Result<EmitReport> {
+    assert!(target.is_available(), "emit_all called for an unavailable target {target}");
+    std::fs::create_dir_all(dir)?;
+    // The IR dump is traced for the default device, the 32-lane CPU emulator.
+    let device = Device::cpu();
+    let mut report = EmitReport::default();
+    for kernel in builtin_kernels() {
+        match device.trace(&kernel) {
+            Ok(ir) => {
+                let path = dir.join(format!("{}.{}", kernel.name(), target.extension()));
+                std::fs::write(&path, qd::ir::print_kernel(&ir))?;
+                report.written += 1;
+            }
+            Err(e) => {
+                writeln!(log, "kernel `{}`: not emitted for {target}: {e}", kernel.name())?;
+                report.not_emitted += 1;
+            }
+        }
+    }
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_d10_target_names() {
+        let ok = |s: &str| s.parse::<EmitTarget>().unwrap();
+        assert_eq!(ok("ir"), EmitTarget::Ir);
+        assert_eq!(ok("ptx"), EmitTarget::Ptx { arch: "sm_90".into() });
+        assert_eq!(ok("ptx:sm_80"), EmitTarget::Ptx { arch: "sm_80".into() });
+        assert_eq!(ok("ptx:sm_90a"), EmitTarget::Ptx { arch: "sm_90a".into() });
+        assert_eq!(ok("spirv"), EmitTarget::Spirv { subgroup_size: 32 });
+        assert_eq!(ok("spirv:sg8"), EmitTarget::Spirv { subgroup_size: 8 });
+        assert_eq!(ok("msl"), EmitTarget::Msl);
+        assert_eq!(ok("amdgpu:gfx942"), EmitTarget::Amdgpu { chip: "gfx942".into() });
+        assert_eq!(ok("amdgpu:gfx90a").extension(), "ll");
+        for bad in ["", "llvm", "ptx:90", "ptx:sm_", "spirv:sg3", "spirv:32", "amdgpu", "amdgpu:942", "ir:x"] {
+            assert!(bad.parse::<EmitTarget>().is_err(), "{bad} should not parse");
+        }
+    }
+
+    #[test]
+    fn only_ir_is_available() {
+        assert!(EmitTarget::Ir.is_available());
+        assert!(!EmitTarget::Msl.is_available());
+        assert_eq!(EmitTarget::Spirv { subgroup_size: 8 }.to_string(), "spirv:sg8");
+    }
+
+    #[test]
+    fn builtin_kernel_names_are_unique_file_names() {
+        let kernels = builtin_kernels();
+        assert!(kernels.len() > 20);
+        for k in &kernels {
+            assert!(k.name().bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'), "{}", k.name());
+        }
+    }
+}

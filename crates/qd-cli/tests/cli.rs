@@ -1,0 +1,125 @@
+//! The `qd` binary's command line: output shapes and exit statuses of D10.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn qd(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_qd")).args(args).output().expect("the qd binary runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// `N passed, 0 failed, K skipped` with N > 0, or None.
+fn clean_totals(line: &str) -> Option<(usize, usize)> {
+    let rest = line.strip_suffix(" skipped")?;
+    let (passed, rest) = rest.split_once(" passed, 0 failed, ")?;
+    let passed: usize = passed.parse().ok()?;
+    let skipped: usize = rest.parse().ok()?;
+    (passed > 0).then_some((passed, skipped))
+}
+
+#[test]
+fn list_prints_case_ids() {
+    let o = qd(&["conformance", "--list"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let ids: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
+    assert!(!ids.is_empty());
+    assert!(ids.iter().any(|id| id == "examples/broadcast_lane0/f32"));
+    assert!(ids.iter().any(|id| id == "atomic/add/i32"));
+    assert!(ids.iter().any(|id| id == "block/sync_count_nonzero"));
+}
+
+#[test]
+fn examples_pass_on_sg8_with_the_exact_last_line() {
+    let o = qd(&["conformance", "--backend", "cpu:sg8", "--filter", "examples", "--seed", "42"]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    let last = out.lines().last().unwrap_or("");
+    assert!(clean_totals(last).is_some(), "last line: {last:?}");
+    assert!(stderr(&o).starts_with("seed: 42\n"), "{}", stderr(&o));
+}
+
+#[test]
+fn the_seed_is_printed_when_random() {
+    let o = qd(&["conformance", "--backend", "cpu:sg4", "--filter", "examples/reduce4/i32"]);
+    assert!(o.status.success());
+    let err = stderr(&o);
+    let seed = err.lines().next().and_then(|l| l.strip_prefix("seed: ")).unwrap_or("");
+    assert!(seed.parse::<u64>().is_ok(), "{err}");
+}
+
+#[test]
+fn a_filter_matching_nothing_fails() {
+    let o = qd(&["conformance", "--backend", "cpu", "--filter", "nomatch"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("nomatch"));
+}
+
+#[test]
+fn an_unavailable_backend_fails() {
+    for backend in ["cuda", "vulkan:0", "cpu:sg3", "nonsense"] {
+        let o = qd(&["conformance", "--backend", backend]);
+        assert!(!o.status.success(), "{backend}");
+        assert!(stderr(&o).contains("not available"), "{backend}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn tour_passes() {
+    let o = qd(&["tour"]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    for name in ["broadcast_lane0", "ballot_count_positive", "reduce4", "producer_consumer/same_subgroup"] {
+        assert!(out.contains(name), "{name} missing from the tour");
+    }
+    assert!(!out.contains("MISMATCH"));
+}
+
+#[test]
+fn tour_on_a_64_lane_subgroup() {
+    let o = qd(&["tour", "--backend", "cpu:sg64"]);
+    assert!(o.status.success(), "{}", stdout(&o));
+}
+
+#[test]
+fn info_lists_backends() {
+    let o = qd(&["info"]);
+    assert!(o.status.success());
+    let out = stdout(&o);
+    assert!(out.contains(env!("CARGO_PKG_VERSION")));
+    for name in ["cpu:sg4", "cpu:sg64", "cuda", "vulkan"] {
+        assert!(out.contains(name), "{name} missing from qd info");
+    }
+}
+
+#[test]
+fn emit_ir_writes_one_file_per_kernel() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("emit_ir");
+    let _ = std::fs::remove_dir_all(&dir);
+    let o = qd(&["emit", "--target", "ir", "--out", dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let files: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    assert!(files.len() > 20, "{} files", files.len());
+    assert!(files.iter().all(|f| f.extension().is_some_and(|e| e == "ir")));
+    let text = std::fs::read_to_string(dir.join("broadcast_lane0_f32.ir")).unwrap();
+    assert!(text.starts_with("kernel broadcast_lane0_f32("), "{text}");
+}
+
+#[test]
+fn emit_targets_not_in_this_build_fail_with_one_line() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("emit_unavailable");
+    for target in ["ptx:sm_90", "spirv:sg8", "msl", "amdgpu:gfx942"] {
+        let o = qd(&["emit", "--target", target, "--out", dir.to_str().unwrap()]);
+        assert!(!o.status.success(), "{target}");
+        assert_eq!(stdout(&o), format!("target {target}: not available in this build\n"));
+    }
+    let o = qd(&["emit", "--target", "llvm", "--out", dir.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("unknown target `llvm`"));
+}

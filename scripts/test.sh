@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it (.ci/run calls exactly this): external tools, formatting,
+# lints, unit and integration tests, then the conformance suite and the tour from the release `qd`
+# binary. Prints the time of each stage; the total must stay well under 30 minutes on 2 cores (D11).
+#
+# External tools (D9) are found through environment variables, else in the git-ignored `.tools/`
+# folder, else installed there:
+#   PTXAS  ptxas from the nvidia-cuda-nvcc==13.0.88 wheel (PyPI), matching the CUDA 13.0 driver.
+# Needs no standard input (runs under CI=true).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+TOOLS="$ROOT/.tools"
+QD="${CARGO_TARGET_DIR:-$ROOT/target}/release/qd"
+
+die() {
+    echo "test.sh: error: $*" >&2
+    exit 1
+}
+
+# Runs one stage, printing its wall time; the times are summed up at the end.
+STAGE_TIMES=()
+stage() {
+    local name="$1"
+    shift
+    local start=$SECONDS
+    echo
+    echo "==> $name"
+    "$@"
+    local took=$((SECONDS - start))
+    echo "<== $name: ${took}s"
+    STAGE_TIMES+=("$(printf '%5ss  %s' "$took" "$name")")
+}
+
+# ptxas (D9): $PTXAS, else .tools/ptxas, else unpacked from the nvidia-cuda-nvcc wheel.
+# pip downloads the wheel (no install, so Debian's PEP 668 refusal does not apply) and python's
+# zipfile takes the one member we need, so neither a CUDA toolkit nor unzip is required.
+ensure_ptxas() {
+    local version="13.0.88"
+    local member="nvidia/cu13/bin/ptxas"
+    local install_hint="install it with: python3 -m pip download --no-deps nvidia-cuda-nvcc==$version -d .tools/wheels, then unzip $member from the wheel into .tools/ (or set PTXAS to an existing ptxas)"
+    if [[ -n "${PTXAS:-}" ]]; then
+        [[ -x "$PTXAS" ]] || die "PTXAS=$PTXAS is not an executable file; $install_hint"
+    elif [[ -x "$TOOLS/ptxas" ]]; then
+        PTXAS="$TOOLS/ptxas"
+    else
+        command -v python3 >/dev/null || die "ptxas is missing and python3 (needed to fetch it) is not installed; $install_hint"
+        echo "ptxas not found: downloading nvidia-cuda-nvcc==$version into .tools/wheels"
+        mkdir -p "$TOOLS/wheels"
+        python3 -m pip download --no-deps --no-input --disable-pip-version-check --quiet \
+            "nvidia-cuda-nvcc==$version" -d "$TOOLS/wheels" </dev/null ||
+            die "could not download nvidia-cuda-nvcc==$version with pip (network or pip missing?); $install_hint"
+        local wheel
+        wheel="$(ls "$TOOLS"/wheels/nvidia_cuda_nvcc-"$version"-*.whl 2>/dev/null | head -n 1 || true)"
+        [[ -n "$wheel" ]] || die "pip reported success but no nvidia_cuda_nvcc-$version wheel is in .tools/wheels; $install_hint"
+        python3 - "$wheel" "$member" "$TOOLS/ptxas" <<'EOF' || die "could not extract $member from $wheel; $install_hint"
+import shutil, sys, zipfile
+wheel, member, dest = sys.argv[1:]
+with zipfile.ZipFile(wheel) as z:
+    if member not in z.namelist():
+        sys.exit(f"{member} is not in {wheel}")
+    with z.open(member) as src, open(dest, "wb") as out:
+        shutil.copyfileobj(src, out)
+EOF
+        chmod +x "$TOOLS/ptxas"
+        PTXAS="$TOOLS/ptxas"
+    fi
+    "$PTXAS" --version >/dev/null 2>&1 || die "$PTXAS does not run (ptxas --version failed); $install_hint"
+    export PTXAS
+    echo "PTXAS=$PTXAS ($("$PTXAS" --version | tail -n 1))"
+}
+
+conformance() {
+    "$QD" conformance --backend "$1"
+}
+
+TOTAL_START=$SECONDS
+stage "tools" ensure_ptxas
+stage "rustfmt" cargo fmt --all -- --check
+stage "clippy" cargo clippy --workspace --all-targets -- -D warnings
+stage "tests" cargo test --workspace
+stage "release build" cargo build --release -p qd-cli
+for sg in 4 8 16 32 64; do
+    stage "conformance cpu:sg$sg" conformance "cpu:sg$sg"
+done
+stage "tour" "$QD" tour
+
+echo
+echo "stage times:"
+printf '%s\n' "${STAGE_TIMES[@]}"
+echo "all stages passed in $((SECONDS - TOTAL_START))s"
