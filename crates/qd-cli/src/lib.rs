@@ -3,9 +3,6 @@
 //! The binary (`src/main.rs`) only parses the command line; everything it runs lives here so
 //! that tests can call it directly.
 
-// `Case::run`'s boxed closure type trips clippy::type_complexity; a type alias in
-// conformance/mod.rs would fix it there, and then this allow can go.
-#[allow(clippy::type_complexity)]
 pub mod conformance;
 pub mod emit;
 pub mod runner;

@@ -294,3 +294,19 @@ fn wrong_arguments_are_typed_errors() {
     d.launch(&k, &[right.arg(), Arg::scalar(32i32)]).unwrap();
     assert_eq!(right.to_vec().unwrap(), vec![1.0; 32]);
 }
+
+#[test]
+fn a_new_kernel_never_reuses_a_dropped_kernels_compiled_program() {
+    fn make(v: i32) -> Kernel {
+        Kernel::range("fill", 64, move |k| {
+            let a = k.array::<i32>("a");
+            k.parallel_for(0, a.len(), |i| a.set(i, v));
+        })
+    }
+    let d = device(32);
+    let a = d.zeros::<i32>(64).unwrap();
+    for v in 0..50 {
+        d.launch(&make(v), &[a.arg()]).unwrap();
+        assert_eq!(a.to_vec().unwrap()[0], v);
+    }
+}

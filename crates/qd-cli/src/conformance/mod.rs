@@ -23,12 +23,15 @@ pub enum Outcome {
 /// Result of one case: an outcome, or a failure message.
 pub type CaseResult = Result<Outcome, String>;
 
+/// The body of a case: runs it on a device with a random stream.
+pub type CaseFn = Box<dyn Fn(&Device, &mut Rng) -> CaseResult + Send + Sync>;
+
 /// One conformance case.
 pub struct Case {
     /// Stable id, e.g. `subgroup/reduce_add_tiled/i32/L3`.
     pub id: String,
     /// Runs the case on a device with a random stream.
-    pub run: Box<dyn Fn(&Device, &mut Rng) -> CaseResult + Send + Sync>,
+    pub run: CaseFn,
 }
 
 impl Case {

@@ -19,6 +19,17 @@ pub enum Uniformity {
     Varying,
 }
 
+impl std::fmt::Display for Uniformity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Uniformity::Uniform => "uniform",
+            Uniformity::Block => "block-uniform",
+            Uniformity::Subgroup => "subgroup-uniform: it differs between subgroups",
+            Uniformity::Varying => "varying: it differs between threads",
+        })
+    }
+}
+
 impl Uniformity {
     /// Least upper bound.
     pub fn join(self, other: Uniformity) -> Uniformity {

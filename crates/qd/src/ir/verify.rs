@@ -235,7 +235,7 @@ fn check_uniformity(k: &Kernel, opts: VerifyOptions) -> Result<(), VerifyError> 
         let err = |message: String| VerifyError { kernel: k.name.clone(), op: inst.kind.mnemonic(), loc: inst.loc, message };
         if inst.kind.is_block_barrier() && ctl > Uniformity::Block {
             result = Err(err(format!(
-                "a block barrier under control flow that varies within the block ({ctl:?}) deadlocks: every thread of the block must reach it"
+                "a block barrier under control flow that varies within the block (the condition is {ctl}) deadlocks: every thread of the block must reach it"
             )));
         } else if inst.kind.is_subgroup_collective() && ctl > Uniformity::Subgroup {
             result = Err(err(

@@ -53,6 +53,14 @@ pub struct Kernel {
     launch: LaunchKind,
     block_dim: u32,
     body: Arc<Body>,
+    /// Unique per definition (clones share it): the compile cache's key, never reused.
+    id: u64,
+}
+
+static NEXT_KERNEL_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+fn next_kernel_id() -> u64 {
+    NEXT_KERNEL_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 impl std::fmt::Debug for Kernel {
@@ -64,17 +72,35 @@ impl std::fmt::Debug for Kernel {
 impl Kernel {
     /// A range kernel (D1): the body calls [`KernelBuilder::parallel_for`] exactly once.
     pub fn range(name: &str, block_dim: u32, body: impl Fn(&mut KernelBuilder) + Send + Sync + 'static) -> Kernel {
-        Kernel { name: name.to_string(), launch: LaunchKind::Range, block_dim, body: Arc::new(body) }
+        Kernel {
+            name: name.to_string(),
+            launch: LaunchKind::Range,
+            block_dim,
+            body: Arc::new(body),
+            id: next_kernel_id(),
+        }
     }
 
     /// An explicit kernel: launched with a grid of blocks of `block_dim` threads chosen at launch.
     pub fn explicit(name: &str, block_dim: u32, body: impl Fn(&mut KernelBuilder) + Send + Sync + 'static) -> Kernel {
-        Kernel { name: name.to_string(), launch: LaunchKind::Explicit, block_dim, body: Arc::new(body) }
+        Kernel {
+            name: name.to_string(),
+            launch: LaunchKind::Explicit,
+            block_dim,
+            body: Arc::new(body),
+            id: next_kernel_id(),
+        }
     }
 
-    /// Identity of the traced closure (the compile cache key).
+    /// Identity of this kernel definition (the compile cache key): unique for the process, shared
+    /// by clones, never reused after the kernel is dropped.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The same identity as [`Kernel::id`], as a `usize` (kept for the runtime's cache key).
     pub(crate) fn body_ptr(&self) -> usize {
-        Arc::as_ptr(&self.body) as *const () as usize
+        self.id as usize
     }
 
     /// The kernel's name.
