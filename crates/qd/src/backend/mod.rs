@@ -82,6 +82,30 @@ impl Target {
         Target { backend: BackendKind::Cpu, subgroup_size, caps: cpu::caps(subgroup_size) }
     }
 
+    /// An NVIDIA GPU of compute capability `sm` (`90` for sm_90), 32-lane warps. `max_shared_bytes`
+    /// is the architecture's opt-in limit per block; the CUDA runtime sets the device's own value.
+    pub fn cuda(sm: u32) -> Target {
+        let max_shared_kib = match sm {
+            70 | 72 => 96,
+            75 => 64,
+            80 | 87 => 163,
+            86 | 89 | 120 | 121 => 99,
+            90.. => 227,
+            _ => 48,
+        };
+        let caps = Caps {
+            nv: true,
+            vote_shortcut: true,
+            redux: sm >= 80,
+            uniform_broadcast_lane: false,
+            barrier_reduce: true,
+            f64: true,
+            atomic_i64: true,
+            max_shared_bytes: max_shared_kib * 1024,
+        };
+        Target { backend: BackendKind::Cuda, subgroup_size: 32, caps }
+    }
+
     /// log2 of the subgroup width.
     pub fn log2_subgroup_size(&self) -> u32 {
         self.subgroup_size.trailing_zeros()

@@ -1,7 +1,6 @@
 //! Launch geometry of range kernels (D1): bounds evaluated on the host, grid capped, grid-stride past it.
 
-use super::{Error, Result};
-use crate::backend::cpu::CpuArg;
+use super::{Arg, Error, Result};
 use crate::ir::{eval, ArrayRef, InstKind, Kernel, Param, Special, ValueId};
 use std::collections::HashMap;
 
@@ -10,17 +9,20 @@ pub const RANGE_GRID_CAP: u32 = 65_535;
 
 /// Evaluates the range bounds `(begin, end)` of a range kernel on the host.
 ///
-/// The bounds may use constants, scalar parameters, array lengths and arithmetic on them.
-pub fn range_bounds(k: &Kernel, args: &[CpuArg]) -> Result<(i32, i32)> {
+/// The bounds may use constants, scalar parameters, array lengths and arithmetic on them. `args`
+/// are the launch's arguments, already checked against the parameters.
+pub fn range_bounds(k: &Kernel, args: &[Arg]) -> Result<(i32, i32)> {
     let mut vals: HashMap<ValueId, u64> = HashMap::new();
     for (p, a) in k.params.iter().zip(args) {
-        if let (Param::Scalar { value, .. }, CpuArg::Scalar(bits)) = (p, a) {
+        if let (Param::Scalar { value, .. }, Arg::Scalar(_, bits)) = (p, a) {
             vals.insert(*value, *bits);
         }
     }
     let bad = |what: String| Error::Launch {
         kernel: k.name.clone(),
-        message: format!("range bounds must be computable on the host (constants, scalar parameters, array lengths): {what}"),
+        message: format!(
+            "range bounds must be computable on the host (constants, scalar parameters, array lengths): {what}"
+        ),
     };
     for inst in &k.body.insts {
         let get = |v: &ValueId, vals: &HashMap<ValueId, u64>| vals.get(v).copied();
@@ -32,9 +34,9 @@ pub fn range_bounds(k: &Kernel, args: &[CpuArg]) -> Result<(i32, i32)> {
             }
             InstKind::Const { dst, value } => (*dst, Some(value.bits)),
             InstKind::ArrayLen { dst, array: ArrayRef::Param(i) } => {
-                let len = match &args[*i as usize] {
-                    CpuArg::Array(b) => b.len() as u64,
-                    CpuArg::Scalar(_) => 0,
+                let len = match args.get(*i as usize) {
+                    Some(Arg::Array(a)) => a.len() as u64,
+                    _ => 0,
                 };
                 (*dst, Some(len))
             }
@@ -48,7 +50,9 @@ pub fn range_bounds(k: &Kernel, args: &[CpuArg]) -> Result<(i32, i32)> {
                 (*dst, r)
             }
             InstKind::Unary { dst, op, a } => (*dst, get(a, &vals).and_then(|x| eval::unary(k.dtype(*a), *op, x).ok())),
-            InstKind::Cast { dst, a } => (*dst, get(a, &vals).and_then(|x| eval::cast(k.dtype(*a), k.dtype(*dst), x).ok())),
+            InstKind::Cast { dst, a } => {
+                (*dst, get(a, &vals).and_then(|x| eval::cast(k.dtype(*a), k.dtype(*dst), x).ok()))
+            }
             InstKind::Cmp { dst, op, a, b } => {
                 let r = match (get(a, &vals), get(b, &vals)) {
                     (Some(x), Some(y)) => Some(eval::compare(k.dtype(*a), *op, x, y)),
@@ -70,14 +74,14 @@ pub fn range_bounds(k: &Kernel, args: &[CpuArg]) -> Result<(i32, i32)> {
 }
 
 /// Blocks for a range kernel, enforcing D1's `n % block_dim == 0` when the body uses collectives.
-pub(super) fn range_grid(k: &Kernel, args: &[CpuArg]) -> Result<u32> {
+pub(super) fn range_grid(k: &Kernel, args: &[Arg]) -> Result<u32> {
     let (begin, end) = range_bounds(k, args)?;
     let n = (end as i64 - begin as i64).max(0) as u64;
     if n == 0 {
         return Ok(0);
     }
     let bd = k.block_dim as u64;
-    if n % bd != 0 {
+    if !n.is_multiple_of(bd) {
         let mut collective = None;
         k.body.walk(&mut |i| {
             if collective.is_none() && (i.kind.is_subgroup_collective() || i.kind.is_block_barrier()) {

@@ -1,0 +1,146 @@
+//! The on-disk cubin cache of the CUDA runtime: a second process loads the cubin the first one
+//! linked instead of running the driver's PTX JIT again.
+//!
+//! * Where: `$QD_CACHE_DIR/cuda/sm_XX/<key>.cubin`; without `QD_CACHE_DIR`, `~/.cache/qd`.
+//! * Off: `QD_CACHE_DISABLE=1` (any value but empty or `0`), or [`CudaOptions`](super::CudaOptions).
+//! * Key: a 128-bit FNV-1a hash of a format tag, the compute capability, the driver version and the
+//!   PTX text, so a new driver or a different PTX never reuses an old cubin.
+//! * Writes go to a temporary file in the same folder and are renamed into place, so concurrent
+//!   processes never see a partial file. A file that is not an ELF image, or that the driver refuses
+//!   (say, one cut short by a crash), is treated as a miss and overwritten.
+//!
+//! The cache is best effort: failing to create the folder or write a file never fails a launch; it
+//! shows in [`CompileStats::disk`](super::CompileStats).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Bump when the cache's layout or key changes.
+const FORMAT_TAG: &[u8] = b"qd-cubin-cache-v1\0";
+
+/// Environment variable naming the cache folder.
+pub const CACHE_DIR_VAR: &str = "QD_CACHE_DIR";
+/// Environment variable that turns the disk cache off (`1`).
+pub const CACHE_DISABLE_VAR: &str = "QD_CACHE_DISABLE";
+
+/// True when `QD_CACHE_DISABLE` asks for no disk cache (set, not empty, not `0`).
+pub(crate) fn disabled_by_env() -> bool {
+    std::env::var_os(CACHE_DISABLE_VAR).is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// The cache folder from the environment: `$QD_CACHE_DIR`, else `$HOME/.cache/qd`; `None` when
+/// neither is set.
+pub(crate) fn dir_from_env() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os(CACHE_DIR_VAR).filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(d));
+    }
+    std::env::var_os("HOME").filter(|h| !h.is_empty()).map(|h| PathBuf::from(h).join(".cache").join("qd"))
+}
+
+/// 128-bit FNV-1a.
+fn fnv1a_128(parts: &[&[u8]]) -> u128 {
+    const OFFSET: u128 = 0x6c62272e07bb014262b821756295c58d;
+    const PRIME: u128 = 0x0000000001000000000000000000013B;
+    let mut h = OFFSET;
+    for part in parts {
+        // Length-prefix each part so that moving bytes between parts changes the key.
+        for b in (part.len() as u64).to_le_bytes().iter().chain(part.iter()) {
+            h ^= *b as u128;
+            h = h.wrapping_mul(PRIME);
+        }
+    }
+    h
+}
+
+/// The cache key of a PTX module for compute capability `sm` under driver `driver_version`.
+pub(crate) fn key(ptx: &str, sm: u32, driver_version: u32) -> String {
+    let h = fnv1a_128(&[FORMAT_TAG, &sm.to_le_bytes(), &driver_version.to_le_bytes(), ptx.as_bytes()]);
+    format!("{h:032x}")
+}
+
+/// A cubin cache rooted at one folder.
+#[derive(Clone, Debug)]
+pub(crate) struct DiskCache {
+    root: PathBuf,
+}
+
+impl DiskCache {
+    /// A cache under `root` (created on the first store).
+    pub(crate) fn new(root: PathBuf) -> DiskCache {
+        DiskCache { root }
+    }
+
+    /// The cache's root folder.
+    pub(crate) fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Where the cubin for `key` and `sm` lives.
+    pub(crate) fn path(&self, key: &str, sm: u32) -> PathBuf {
+        self.root.join("cuda").join(format!("sm_{sm}")).join(format!("{key}.cubin"))
+    }
+
+    /// The stored cubin, if there is one that looks like an ELF image.
+    pub(crate) fn load(&self, path: &Path) -> Option<Vec<u8>> {
+        let bytes = std::fs::read(path).ok()?;
+        (bytes.len() > 4 && bytes.starts_with(b"\x7fELF")).then_some(bytes)
+    }
+
+    /// Stores `cubin` at `path` atomically (temporary file, then rename).
+    pub(crate) fn store(&self, path: &Path, cubin: &[u8]) -> std::io::Result<()> {
+        let dir = path.parent().ok_or_else(|| std::io::Error::other("cache path has no folder"))?;
+        std::fs::create_dir_all(dir)?;
+        let nanos =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+        let tmp = dir.join(format!(
+            ".{}.{}.{nanos}.tmp",
+            path.file_name().and_then(|n| n.to_str()).unwrap_or("cubin"),
+            std::process::id()
+        ));
+        let written = (|| {
+            let mut f = std::fs::File::create(&tmp)?;
+            // No fsync: it would cost the cold path milliseconds, and a file cut short by a crash is
+            // refused by the driver and rewritten.
+            f.write_all(cubin)?;
+            std::fs::rename(&tmp, path)
+        })();
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        written
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_depends_on_every_input() {
+        let k = key(".version 8.0", 90, 13000);
+        assert_eq!(k.len(), 32);
+        assert_eq!(k, key(".version 8.0", 90, 13000));
+        assert_ne!(k, key(".version 8.0 ", 90, 13000));
+        assert_ne!(k, key(".version 8.0", 80, 13000));
+        assert_ne!(k, key(".version 8.0", 90, 12080));
+    }
+
+    #[test]
+    fn store_then_load_round_trips_and_rejects_non_elf() {
+        let root = std::env::temp_dir().join(format!("qd-disk-cache-test-{}", std::process::id()));
+        let cache = DiskCache::new(root.clone());
+        let path = cache.path(&key("x", 90, 1), 90);
+        assert!(path.starts_with(root.join("cuda").join("sm_90")));
+        assert!(cache.load(&path).is_none());
+        let image = b"\x7fELF and the rest of a cubin".to_vec();
+        cache.store(&path, &image).unwrap();
+        assert_eq!(cache.load(&path).unwrap(), image);
+        cache.store(&path, b"not an image").unwrap();
+        assert!(cache.load(&path).is_none());
+        // No temporary files are left behind.
+        let names: Vec<_> =
+            std::fs::read_dir(path.parent().unwrap()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names.len(), 1, "{names:?}");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}
