@@ -43,6 +43,9 @@ enum Command {
         /// Seed of the random inputs (random when not given; printed to stderr either way).
         #[arg(long)]
         seed: Option<u64>,
+        /// Also write `id<TAB>pass|fail|skip<TAB>detail` for every case to this file.
+        #[arg(long)]
+        report: Option<PathBuf>,
     },
     /// Write every built-in kernel for a target into a folder.
     Emit {
@@ -59,8 +62,8 @@ fn main() -> ExitCode {
     let result = match Cli::parse().command {
         Command::Info => info(),
         Command::Tour { backend } => run_tour(&backend),
-        Command::Conformance { backend, filter, list, seed } => {
-            run_conformance(&backend, filter.as_deref(), list, seed)
+        Command::Conformance { backend, filter, list, seed, report } => {
+            run_conformance(&backend, filter.as_deref(), list, seed, report.as_deref())
         }
         Command::Emit { target, out } => run_emit(&target, &out),
     };
@@ -122,7 +125,13 @@ fn run_tour(backend: &str) -> io::Result<ExitCode> {
     Ok(if failures == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
-fn run_conformance(backend: &str, filter: Option<&str>, list: bool, seed: Option<u64>) -> io::Result<ExitCode> {
+fn run_conformance(
+    backend: &str,
+    filter: Option<&str>,
+    list: bool,
+    seed: Option<u64>,
+    report: Option<&std::path::Path>,
+) -> io::Result<ExitCode> {
     if list {
         let mut out = io::stdout().lock();
         let mut any = false;
@@ -142,7 +151,12 @@ fn run_conformance(backend: &str, filter: Option<&str>, list: bool, seed: Option
     if cases.is_empty() {
         return Ok(no_match(filter));
     }
-    let tally = runner::run(&device, cases, &mut io::stdout().lock())?;
+    let mut report_file = report.map(std::fs::File::create).transpose()?.map(io::BufWriter::new);
+    let tally =
+        runner::run(&device, cases, &mut io::stdout().lock(), report_file.as_mut().map(|f| f as &mut dyn Write))?;
+    if let Some(f) = report_file.as_mut() {
+        f.flush()?;
+    }
     if tally.failed > 0 {
         eprintln!("qd: reproduce with --seed {seed}");
     } else if tally.passed == 0 {

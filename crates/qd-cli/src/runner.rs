@@ -43,13 +43,21 @@ pub fn select<T>(cases: Vec<(Case, T)>, filter: Option<&str>) -> Vec<(Case, T)> 
     cases.into_iter().filter(|(c, _)| filter.is_none_or(|f| c.id.contains(f))).collect()
 }
 
-/// Runs `cases` on `device`, writing failures and skips to `out`, then the totals line.
+/// Runs `cases` on `device`, writing failures and a count of skips per reason to `out`, then the
+/// totals line; `report`, when given, gets one `id<TAB>pass|fail|skip<TAB>detail` line per case
+/// (used to compare the passing sets of two backends).
 ///
 /// A progress line goes to stderr only when stderr is a terminal, so logs stay clean.
-pub fn run(device: &Device, cases: Vec<(Case, Rng)>, out: &mut dyn Write) -> io::Result<Tally> {
+pub fn run(
+    device: &Device,
+    cases: Vec<(Case, Rng)>,
+    out: &mut dyn Write,
+    mut report: Option<&mut dyn Write>,
+) -> io::Result<Tally> {
     let progress = io::stderr().is_terminal();
     let total = cases.len();
     let mut tally = Tally::default();
+    let mut skip_reasons: std::collections::BTreeMap<String, usize> = Default::default();
     for (k, (case, mut rng)) in cases.into_iter().enumerate() {
         if progress {
             eprint!("\r\x1b[K[{}/{total}] {}", k + 1, case.id);
@@ -57,11 +65,19 @@ pub fn run(device: &Device, cases: Vec<(Case, Rng)>, out: &mut dyn Write) -> io:
         // A panic in one case (a bug in the case or the library) must not hide the others' results.
         let result = catch_unwind(AssertUnwindSafe(|| (case.run)(device, &mut rng)))
             .unwrap_or_else(|payload| Err(format!("panicked: {}", panic_message(payload.as_ref()))));
+        let (status, detail) = match &result {
+            Ok(Outcome::Pass) => ("pass", String::new()),
+            Ok(Outcome::Skip(reason)) => ("skip", reason.clone()),
+            Err(message) => ("fail", message.clone()),
+        };
+        if let Some(r) = report.as_deref_mut() {
+            writeln!(r, "{}\t{status}\t{}", case.id, detail.replace(['\t', '\n'], " "))?;
+        }
         match result {
             Ok(Outcome::Pass) => tally.passed += 1,
             Ok(Outcome::Skip(reason)) => {
                 tally.skipped += 1;
-                writeln!(out, "skip {}: {reason}", case.id)?;
+                *skip_reasons.entry(reason).or_default() += 1;
             }
             Err(message) => {
                 tally.failed += 1;
@@ -75,6 +91,9 @@ pub fn run(device: &Device, cases: Vec<(Case, Rng)>, out: &mut dyn Write) -> io:
     }
     if progress {
         eprint!("\r\x1b[K");
+    }
+    for (reason, n) in &skip_reasons {
+        writeln!(out, "skipped {n}: {reason}")?;
     }
     writeln!(out, "{}", tally.line())?;
     Ok(tally)
@@ -123,12 +142,16 @@ mod tests {
             Case::new("panics", |_, _| panic!("boom")),
         ];
         let mut out = Vec::new();
-        let tally = run(&Device::cpu(), with_streams(cases, 1), &mut out).unwrap();
+        let mut report = Vec::new();
+        let tally = run(&Device::cpu(), with_streams(cases, 1), &mut out, Some(&mut report)).unwrap();
         assert_eq!(tally, Tally { passed: 1, failed: 2, skipped: 1 });
         let text = String::from_utf8(out).unwrap();
         assert!(text.contains("FAIL f: x[0] = 1, expected 2"));
         assert!(text.contains("FAIL panics: panicked: boom"));
-        assert!(text.contains("skip s: no f64"));
+        assert!(text.contains("skipped 1: no f64"));
+        let report = String::from_utf8(report).unwrap();
+        assert_eq!(report.lines().count(), 4);
+        assert!(report.contains("p\tpass\t") && report.contains("s\tskip\tno f64"));
         assert_eq!(text.lines().last(), Some("1 passed, 2 failed, 1 skipped"));
         assert!(!tally.ok());
     }
