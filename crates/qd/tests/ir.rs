@@ -376,3 +376,16 @@ fn passes_fold_merge_and_drop_pure_code_but_keep_memory_ops() {
     d.launch(&k, &[a.arg(), f.arg()]).unwrap();
     assert_eq!(a.to_vec().unwrap(), (0..32).map(|i| 26 * i + 10).collect::<Vec<_>>());
 }
+
+#[test]
+fn shared_memory_over_the_targets_limit_is_a_trace_error() {
+    let k = Kernel::explicit("too_much_shared", 64, |k| {
+        let a = k.array::<f64>("a");
+        let s = block::shared_array::<f64>(64 * 1024); // 512 KiB
+        s.set(0, a.get(0));
+    });
+    let e = k.trace(&Target::cpu(32)).unwrap_err();
+    assert!(e.message.contains("524288 bytes") && e.message.contains("over the"), "{e}");
+    let e = k.trace(&Target::cuda(90)).unwrap_err();
+    assert!(e.message.contains("cuda"), "{e}");
+}

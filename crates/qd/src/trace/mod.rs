@@ -174,6 +174,19 @@ impl Kernel {
         let mut kernel = state.kernel;
         let mut blocks = state.blocks;
         kernel.body = blocks.pop().unwrap_or_default();
+        let shared = kernel.shared_bytes();
+        if shared > target.caps.max_shared_bytes as usize {
+            let decl = kernel.shared.last().map(|s| s.name.clone()).unwrap_or_default();
+            return Err(TraceError {
+                kernel: self.name.clone(),
+                op: "block.shared_array".into(),
+                loc: kernel.body.insts.first().map(|i| i.loc).unwrap_or(SrcLoc { file: "<kernel>", line: 0, column: 0 }),
+                message: format!(
+                    "the kernel's shared arrays take {shared} bytes (last: `{decl}`), over the {} bytes a block may use on {}",
+                    target.caps.max_shared_bytes, target.backend
+                ),
+            });
+        }
         ir::verify(&kernel, ir::VerifyOptions { uniform_broadcast_lane: target.caps.uniform_broadcast_lane })?;
         Ok(kernel)
     }
