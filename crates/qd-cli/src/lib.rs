@@ -3,6 +3,7 @@
 //! The binary (`src/main.rs`) only parses the command line; everything it runs lives here so
 //! that tests can call it directly.
 
+pub mod bench;
 pub mod conformance;
 pub mod emit;
 pub mod runner;

@@ -1,4 +1,4 @@
-//! The `qd` command (D10): `info`, `tour`, `conformance`, `emit`.
+//! The `qd` command (D10): `info`, `tour`, `conformance`, `emit`, and `latency`.
 //!
 //! Exit status: 0 on success; 1 when a case or example fails, a backend or target is not
 //! available, or `--filter` matches nothing; 2 for a malformed command line (clap's status).
@@ -47,6 +47,13 @@ enum Command {
         #[arg(long)]
         report: Option<PathBuf>,
     },
+    /// Measure the first-launch latency of a small kernel in this process (run it in a fresh
+    /// process each time; set QD_CACHE_DISABLE=1 CUDA_CACHE_DISABLE=1 for a cold start).
+    Latency {
+        /// Device to run on.
+        #[arg(long, default_value = "cpu")]
+        backend: String,
+    },
     /// Write every built-in kernel for a target into a folder.
     Emit {
         /// ir, ptx[:sm_XX], spirv[:sgN], msl or amdgpu:gfxNNN.
@@ -66,6 +73,7 @@ fn main() -> ExitCode {
             run_conformance(&backend, filter.as_deref(), list, seed, report.as_deref())
         }
         Command::Emit { target, out } => run_emit(&target, &out),
+        Command::Latency { backend } => run_latency(&backend),
     };
     match result {
         Ok(code) => code,
@@ -180,6 +188,23 @@ fn run_emit(target: &str, out: &std::path::Path) -> io::Result<ExitCode> {
     let report = emit::emit_all(&target, out, &mut io::stdout().lock())?;
     println!("wrote {} {} files to {}", report.written, target.extension(), out.display());
     Ok(ExitCode::SUCCESS)
+}
+
+fn run_latency(backend: &str) -> io::Result<ExitCode> {
+    let device = match Device::from_name(backend) {
+        Ok(d) => d,
+        Err(e) => return Ok(unavailable(e)),
+    };
+    match qd_cli::bench::measure(&device) {
+        Ok(l) => {
+            qd_cli::bench::report(&l, &mut io::stdout().lock())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("qd: latency: {e}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
 }
 
 fn unavailable(e: QdError) -> ExitCode {

@@ -310,3 +310,18 @@ fn a_new_kernel_never_reuses_a_dropped_kernels_compiled_program() {
         assert_eq!(a.to_vec().unwrap()[0], v);
     }
 }
+
+#[test]
+fn strict_mode_select_takes_poison_only_from_the_chosen_operand() {
+    let k = Kernel::range("guarded_up", 8, |k| {
+        let a = k.array::<i32>("a");
+        k.parallel_for(0, a.len(), |i| {
+            let p = subgroup::shuffle_up(a.get(i), 1u32); // lane 0: implementation-defined
+            a.set(i, select(subgroup::invocation_id().ge(1), p, 0));
+        });
+    });
+    let d = Device::cpu_with(8, Options { strict: true, ..Options::default() }).unwrap();
+    let a = d.array_from(&[1, 2, 3, 4, 5, 6, 7, 8]).unwrap();
+    d.launch(&k, &[a.arg()]).unwrap();
+    assert_eq!(a.to_vec().unwrap(), vec![0, 1, 2, 3, 4, 5, 6, 7]);
+}

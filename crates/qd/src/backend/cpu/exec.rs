@@ -814,6 +814,17 @@ impl<'a, 'b> BlockExec<'a, 'b> {
                 }
                 _ => {}
             }
+            // A select's lane takes poison only from its condition and the operand it picks.
+            if let Select { cond, a, b, .. } = kind {
+                let sg = &self.sgs[sgi];
+                let (pc, pa, pb) = (sg.poison[cond.0 as usize], sg.poison[a.0 as usize], sg.poison[b.0 as usize]);
+                let mut chosen = 0u64;
+                for l in lanes(mask) {
+                    let picks_a = sg.regs[cond.0 as usize * w + l] & 1 != 0;
+                    chosen |= (if picks_a { pa } else { pb }) & (1 << l);
+                }
+                p = pc | chosen;
+            }
             if !kind.is_subgroup_collective() {
                 for d in kind.defs() {
                     let slot = &mut self.sgs[sgi].poison[d.0 as usize];
