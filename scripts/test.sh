@@ -75,6 +75,22 @@ conformance() {
     "$QD" conformance --backend "$1"
 }
 
+# Issue 3's validation without a GPU: every built-in kernel's PTX for sm_80 and sm_90, assembled
+# by ptxas 13.0; a rejected file fails the suite. (The cargo tests also assemble every subgroup
+# op x dtype, the NVIDIA families on sm_90 and the printer's golden lines.)
+assemble_ptx() {
+    local sm="$1" dir="${CARGO_TARGET_DIR:-$ROOT/target}/ptx/$1"
+    rm -rf "$dir"
+    "$QD" emit --target "ptx:$sm" --out "$dir"
+    local n=0 f
+    for f in "$dir"/*.ptx; do
+        "$PTXAS" -arch="$sm" "$f" -o /dev/null || die "ptxas rejected $f for $sm"
+        n=$((n + 1))
+    done
+    [[ $n -gt 0 ]] || die "qd emit wrote no PTX for $sm"
+    echo "ptxas accepted all $n modules for $sm"
+}
+
 TOTAL_START=$SECONDS
 stage "tools" ensure_ptxas
 stage "rustfmt" cargo fmt --all -- --check
@@ -85,6 +101,8 @@ for sg in 4 8 16 32 64; do
     stage "conformance cpu:sg$sg" conformance "cpu:sg$sg"
 done
 stage "tour" "$QD" tour
+stage "ptxas sm_80" assemble_ptx sm_80
+stage "ptxas sm_90" assemble_ptx sm_90
 
 echo
 echo "stage times:"

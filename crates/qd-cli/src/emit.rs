@@ -1,6 +1,7 @@
 //! `qd emit`: target names (D10) and writing every built-in kernel for a target.
 
-use crate::{conformance, tour};
+use crate::{bench, conformance, tour};
+use qd::backend::Target;
 use qd::prelude::{Device, Kernel};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -46,7 +47,7 @@ impl EmitTarget {
 
     /// Whether this build can emit the target.
     pub fn is_available(&self) -> bool {
-        matches!(self, EmitTarget::Ir)
+        matches!(self, EmitTarget::Ir | EmitTarget::Ptx { .. })
     }
 }
 
@@ -129,7 +130,7 @@ impl FromStr for EmitTarget {
 pub fn builtin_kernels() -> Vec<Kernel> {
     let mut by_name = BTreeMap::new();
     // The tour's kernels are conformance kernels too: same name, same body, so one copy is kept.
-    for k in tour::kernels().into_iter().chain(conformance::examples::kernels()) {
+    for k in tour::kernels().into_iter().chain(conformance::examples::kernels()).chain(bench::warp_kernels()) {
         by_name.entry(k.name().to_string()).or_insert(k);
     }
     by_name.into_values().collect()
@@ -151,14 +152,18 @@ pub struct EmitReport {
 pub fn emit_all(target: &EmitTarget, dir: &Path, log: &mut dyn Write) -> io::Result<EmitReport> {
     assert!(target.is_available(), "emit_all called for an unavailable target {target}");
     std::fs::create_dir_all(dir)?;
-    // The IR dump is traced for the default device, the 32-lane CPU emulator.
+    // The IR dump is traced for the default device, the 32-lane CPU emulator; PTX for CUDA.
     let device = Device::cpu();
     let mut report = EmitReport::default();
     for kernel in builtin_kernels() {
-        match device.trace(&kernel) {
-            Ok(ir) => {
+        let text = match target {
+            EmitTarget::Ptx { arch } => ptx_of(&kernel, arch),
+            _ => device.trace(&kernel).map(|ir| qd::ir::print_kernel(&ir)).map_err(|e| e.to_string()),
+        };
+        match text {
+            Ok(text) => {
                 let path = dir.join(format!("{}.{}", kernel.name(), target.extension()));
-                std::fs::write(&path, qd::ir::print_kernel(&ir))?;
+                std::fs::write(&path, text)?;
                 report.written += 1;
             }
             Err(e) => {
@@ -168,6 +173,17 @@ pub fn emit_all(target: &EmitTarget, dir: &Path, log: &mut dyn Write) -> io::Res
         }
     }
     Ok(report)
+}
+
+/// PTX text of `kernel` for `arch` (`sm_90`, `sm_80`, ...), traced for the CUDA target.
+fn ptx_of(kernel: &Kernel, arch: &str) -> Result<String, String> {
+    let sm: u32 = arch
+        .trim_start_matches("sm_")
+        .trim_end_matches(['a', 'f'])
+        .parse()
+        .map_err(|_| format!("bad architecture {arch}"))?;
+    let ir = kernel.trace(&Target::cuda(sm)).map_err(|e| e.to_string())?;
+    qd::backend::ptx::lower::lower_kernel_sm(&ir, sm).map(|m| m.text).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -192,8 +208,9 @@ mod tests {
     }
 
     #[test]
-    fn only_ir_is_available() {
+    fn ir_and_ptx_are_available() {
         assert!(EmitTarget::Ir.is_available());
+        assert!(EmitTarget::Ptx { arch: "sm_80".into() }.is_available());
         assert!(!EmitTarget::Msl.is_available());
         assert_eq!(EmitTarget::Spirv { subgroup_size: 8 }.to_string(), "spirv:sg8");
     }

@@ -116,7 +116,7 @@ fn info() -> io::Result<ExitCode> {
     }
     writeln!(out)?;
     writeln!(out, "emit targets:")?;
-    for name in ["ir", "ptx:sm_90", "spirv:sg32", "msl", "amdgpu:gfx942"] {
+    for name in ["ir", "ptx:sm_90", "ptx:sm_80", "spirv:sg32", "msl", "amdgpu:gfx942"] {
         let target: EmitTarget = name.parse().expect("built-in target names parse");
         let status = if target.is_available() { "available" } else { "not available in this build" };
         writeln!(out, "  {name:<14} {status}")?;
