@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The GPU record (issues 3 and 4), run on the GPU machine after `. .gpu/setup` (see
+# ../shared/tools/gpu-bundle): device facts, the conformance suite on cuda and on cpu:sg32 with the
+# same seed and the comparison of their passing sets, cold and warm first-launch latency, the CUDA
+# test binaries, and SASS instruction counts of the warp primitives beside hand-written CUDA.
+# Everything lands in $OUT (default /tmp/qd-gpu); the summary is printed last.
+set -uo pipefail
+OUT="${OUT:-/tmp/qd-gpu}"
+SEED="${SEED:-20261122}"
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+summary() { echo "$*" | tee -a "$OUT/summary.txt"; }
+: >"$OUT/summary.txt"
+
+summary "date: $(date -u +%Y-%m-%dT%H:%MZ)"
+summary "gpu: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -n 1)"
+qd info >"$OUT/info.txt" 2>&1
+summary "qd info: $(grep -E '^ +cuda' "$OUT/info.txt" | head -n 1 | sed 's/  */ /g')"
+
+# 1. Conformance on cuda and on the emulator, same seed, every case's status in a report.
+start=$SECONDS
+qd conformance --backend cuda --seed "$SEED" --report "$OUT/cases-cuda.tsv" >"$OUT/conformance-cuda.txt" 2>&1
+cuda_rc=$?
+summary "conformance cuda (seed $SEED, $((SECONDS - start))s, exit $cuda_rc): $(tail -n 1 "$OUT/conformance-cuda.txt")"
+qd conformance --backend cpu:sg32 --seed "$SEED" --report "$OUT/cases-cpu.tsv" >"$OUT/conformance-cpu.txt" 2>&1
+summary "conformance cpu:sg32 (exit $?): $(tail -n 1 "$OUT/conformance-cpu.txt")"
+python3 "$HERE/scripts/compare_cases.py" "$OUT/cases-cpu.tsv" "$OUT/cases-cuda.tsv" >"$OUT/compare.txt" 2>&1
+summary "compare: $(tail -n 1 "$OUT/compare.txt")"
+
+# 2. First-launch latency of a small kernel: cold (no disk cache, no driver cache) and warm (a new
+#    process that loads the cubin from the disk cache). Five fresh processes each.
+export CUDA_CACHE_DISABLE=1
+cache="$(mktemp -d)"
+for i in 1 2 3 4 5; do QD_CACHE_DISABLE=1 qd latency --backend cuda; done >"$OUT/latency-cold.txt" 2>&1
+QD_CACHE_DIR="$cache" qd latency --backend cuda >"$OUT/latency-store.txt" 2>&1
+for i in 1 2 3 4 5; do QD_CACHE_DIR="$cache" qd latency --backend cuda; done >"$OUT/latency-warm.txt" 2>&1
+python3 "$HERE/scripts/latency_summary.py" "$OUT/latency-cold.txt" "$OUT/latency-warm.txt" | tee -a "$OUT/summary.txt"
+unset CUDA_CACHE_DISABLE
+
+# 3. The CUDA test binaries (bundled with --tests), with a GPU required.
+if ls .gpu/tests/cuda_* >/dev/null 2>&1; then
+    for t in .gpu/tests/cuda_*; do
+        QD_REQUIRE_CUDA=1 "$t" >>"$OUT/cuda-tests.txt" 2>&1
+        summary "test $(basename "$t"): exit $? $(grep 'test result' "$OUT/cuda-tests.txt" | tail -n 1)"
+    done
+fi
+
+# 4. SASS of the warp primitives (ours: qd's PTX through ptxas; theirs: nvcc on hand-written CUDA).
+sass="$OUT/sass"
+mkdir -p "$sass"
+qd emit --target ptx:sm_90 --out "$sass/ptx" >/dev/null
+for f in "$sass"/ptx/warp_*.ptx; do
+    ptxas -arch=sm_90 "$f" -o "$sass/$(basename "$f" .ptx).cubin" || summary "ptxas failed on $f"
+done
+cat "$sass"/*.cubin >/dev/null 2>&1 && for c in "$sass"/*.cubin; do cuobjdump -sass "$c"; done >"$sass/qd.sass"
+nvcc -arch=sm_90 -cubin -O3 "$HERE/bench/warp_baselines.cu" -o "$sass/baselines.cubin" &&
+    cuobjdump -sass "$sass/baselines.cubin" >"$sass/cuda.sass"
+python3 "$HERE/scripts/sass_count.py" "$sass/qd.sass" "$sass/cuda.sass" | tee "$OUT/sass-counts.md"
+tar -C "$OUT" -czf "$OUT/sass.tgz" sass && rm -rf "$sass"
