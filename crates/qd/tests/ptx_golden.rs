@@ -896,6 +896,48 @@ fn goldens() -> Vec<Golden> {
                 Ok(v)
             },
         },
+        // ----- ordered loads and stores (LoadKind/StoreKind::Ordered) ------------------------
+        Golden {
+            name: "ordered_ld_st",
+            target: SM90,
+            version: "7.8",
+            expect: &[
+                "ld.relaxed.gpu.global.u32 %r0, [%rd1];",
+                "ld.acquire.cta.shared.b64 %rd0, [%r1];",
+                "fence.sc.sys;",
+                "ld.acquire.sys.global.u32 %r0, [%rd1];",
+                "ld.relaxed.cta.global.u8 %rs0, [%rd1];",
+                "st.release.gpu.global.u32 [%rd1], %r0;",
+                "fence.sc.cta;",
+                "st.release.cta.u32 [%rd1], %r0;",
+                "st.relaxed.cluster.shared::cluster.u32 [%r1], %r0;",
+                "ld.acquire.cta.shared::cta.u32 %r0, [%r1];",
+            ],
+            emit: |p| {
+                let (g, sh) = (AtomSpace::Global, AtomSpace::Shared);
+                let mut v = p.ld_ordered(Relaxed, Device, g, "u32", "%r0", "[%rd1]")?;
+                v.extend(p.ld_ordered(Acquire, Cta, sh, "b64", "%rd0", "[%r1]")?);
+                v.extend(p.ld_ordered(SeqCst, System, g, "u32", "%r0", "[%rd1]")?);
+                // PTX has no thread scope: .cta
+                v.extend(p.ld_ordered(Relaxed, NvptxScope::Thread, g, "u8", "%rs0", "[%rd1]")?);
+                v.extend(p.st_ordered(Release, Gpu, g, "u32", "[%rd1]", "%r0")?);
+                v.extend(p.st_ordered(SeqCst, Cta, AtomSpace::Generic, "u32", "[%rd1]", "%r0")?);
+                v.extend(p.st_ordered(Relaxed, NvptxScope::Cluster, AtomSpace::SharedCluster, "u32", "[%r1]", "%r0")?);
+                v.extend(p.ld_ordered(Acquire, Cta, AtomSpace::SharedCta, "u32", "%r0", "[%r1]")?);
+                Ok(v)
+            },
+        },
+        Golden {
+            name: "ordered_ld_st_sm80",
+            target: SM80,
+            version: "7.0",
+            expect: &["ld.acquire.gpu.global.f32 %f0, [%rd1];", "st.relaxed.sys.global.f64 [%rd1], %fd0;"],
+            emit: |p| {
+                let mut v = p.ld_ordered(Acquire, Device, AtomSpace::Global, "f32", "%f0", "[%rd1]")?;
+                v.extend(p.st_ordered(Relaxed, System, AtomSpace::Global, "f64", "[%rd1]", "%fd0")?);
+                Ok(v)
+            },
+        },
     ]
 }
 
@@ -1387,6 +1429,85 @@ fn diag_sreg_operands() {
     assert!(!is_thread_or_cta_sreg(NvSreg::ClusterId(0)));
 }
 
+#[test]
+fn diag_ordered_ld_st() {
+    let mut p = PtxPrinter::new(SM90);
+    for o in [Release, AcqRel] {
+        let e = p.ld_ordered(o, Gpu, AtomSpace::Global, "u32", "%r0", "[%rd1]").unwrap_err();
+        assert!(matches!(e, PtxError::InvalidForm { .. }), "{e}");
+        assert!(e.to_string().contains("a load cannot be"), "{e}");
+    }
+    for o in [Acquire, AcqRel] {
+        let e = p.st_ordered(o, Gpu, AtomSpace::Global, "u32", "[%rd1]", "%r0").unwrap_err();
+        assert!(e.to_string().contains("a store cannot be"), "{e}");
+    }
+    assert!(matches!(
+        p.ld_ordered(Relaxed, Cta, AtomSpace::Local, "u32", "%r0", "[%rd1]"),
+        Err(PtxError::InvalidSpace { .. })
+    ));
+    assert!(matches!(
+        p.st_ordered(Release, Cta, AtomSpace::Local, "u32", "[%rd1]", "%r0"),
+        Err(PtxError::InvalidSpace { .. })
+    ));
+    // Nothing was recorded by the refusals.
+    assert!(p.features().is_empty(), "{:?}", p.features());
+    let e = PtxPrinter::new(SM80)
+        .ld_ordered(Acquire, NvptxScope::Cluster, AtomSpace::Global, "u32", "%r0", "[%rd1]")
+        .unwrap_err();
+    assert!(matches!(e, PtxError::TargetTooOld { min_sm: 90, .. }), "{e}");
+}
+
+/// Before sm_70 there is no `.relaxed`/`.acquire`/`.release`: ordered loads and stores are
+/// `.volatile`, with `membar` where they acquire or release. (ptxas 13.0 no longer assembles
+/// sm_60, so this is checked as text only.)
+#[test]
+fn ordered_ld_st_fall_back_to_volatile_below_sm70() {
+    let mut p = PtxPrinter::new(PtxTarget::sm(60));
+    let mut v = p.ld_ordered(Relaxed, Device, AtomSpace::Global, "u32", "%r0", "[%rd1]").unwrap();
+    v.extend(p.ld_ordered(Acquire, Device, AtomSpace::Global, "u32", "%r0", "[%rd1]").unwrap());
+    v.extend(p.ld_ordered(SeqCst, System, AtomSpace::Global, "u32", "%r0", "[%rd1]").unwrap());
+    v.extend(p.st_ordered(Release, Cta, AtomSpace::Shared, "u32", "[%r1]", "%r0").unwrap());
+    v.extend(p.st_ordered(Relaxed, Device, AtomSpace::Global, "u32", "[%rd1]", "%r0").unwrap());
+    assert_eq!(
+        v,
+        [
+            "ld.volatile.global.u32 %r0, [%rd1];",
+            "ld.volatile.global.u32 %r0, [%rd1];",
+            "membar.gl;",
+            "membar.sys;",
+            "ld.volatile.global.u32 %r0, [%rd1];",
+            "membar.sys;",
+            "membar.cta;",
+            "st.volatile.shared.u32 [%r1], %r0;",
+            "st.volatile.global.u32 [%rd1], %r0;",
+        ]
+    );
+    assert!(!p.features().contains(&Feature::MemorySem));
+    assert_eq!(p.version().unwrap().to_string(), "5.0");
+}
+
+/// `atom_supported` says when lowering must fall back to a CAS loop: a type the target lacks
+/// (bf16 add before sm_90, f16 add before sm_70), never for a form that is simply invalid there.
+#[test]
+fn atom_supported_follows_target_and_cap() {
+    let bf16 = am(Add, AtomType::BF16).space(AtomSpace::Global);
+    assert!(PtxPrinter::new(SM90).atom_supported(&bf16));
+    assert!(!PtxPrinter::new(SM80).atom_supported(&bf16));
+    let cas16 = am(Cas, AtomType::B16).space(AtomSpace::Shared);
+    assert!(PtxPrinter::new(SM80).atom_supported(&cas16));
+    assert!(!PtxPrinter::new(PtxTarget::sm(60)).atom_supported(&cas16));
+    // seq_cst is checked as its acquire half (atomic_rmw prints fence.sc + atom.acquire).
+    assert!(PtxPrinter::new(SM80).atom_supported(&am(Add, AtomType::U32).order(SeqCst).scope(Gpu)));
+    // Over the version cap: b128 CAS needs PTX 8.3.
+    let b128 = am(Cas, AtomType::B128).space(AtomSpace::Global);
+    assert!(PtxPrinter::new(SM90).atom_supported(&b128));
+    assert!(!PtxPrinter::with_cap(SM90, PtxVersion::new(8, 0)).atom_supported(&b128));
+    // Invalid records are not "supported" either; from_ir's NeedsCasLoop covers the IR's cases.
+    assert!(!PtxPrinter::new(SM90).atom_supported(&am(Add, AtomType::U32).space(AtomSpace::Local)));
+    let p = PtxPrinter::new(SM90);
+    assert!(p.features().is_empty(), "atom_supported records nothing");
+}
+
 // ----- D9: ptxas ----------------------------------------------------------------------------
 
 const PTXAS_INSTALL: &str = "python3 -m pip download --no-deps nvidia-cuda-nvcc==13.0.88 -d /tmp/nvcc && \
@@ -1627,6 +1748,31 @@ fn ptxas_rejects_what_the_printer_refuses() {
             p.redux_sync(ReduxKind::FMin, ReduxType::F32, "%f0", "%f1", FULL_MASK).is_err(),
         ),
         ("bar.sync 16;", p.bar_sync(16, None).is_err()),
+        (
+            "ld.release.gpu.global.u32 %r0, [%rd1];",
+            p.ld_ordered(Release, Gpu, AtomSpace::Global, "u32", "%r0", "[%rd1]").is_err(),
+        ),
+        (
+            "ld.acq_rel.gpu.global.u32 %r0, [%rd1];",
+            p.ld_ordered(AcqRel, Gpu, AtomSpace::Global, "u32", "%r0", "[%rd1]").is_err(),
+        ),
+        (
+            "st.acquire.gpu.global.u32 [%rd1], %r0;",
+            p.st_ordered(Acquire, Gpu, AtomSpace::Global, "u32", "[%rd1]", "%r0").is_err(),
+        ),
+        (
+            "ld.relaxed.gpu.local.u32 %r0, [%rd1];",
+            p.ld_ordered(Relaxed, Gpu, AtomSpace::Local, "u32", "%r0", "[%rd1]").is_err(),
+        ),
+        (
+            "st.relaxed.cta.local.u32 [%rd1], %r0;",
+            p.st_ordered(Relaxed, Cta, AtomSpace::Local, "u32", "[%rd1]", "%r0").is_err(),
+        ),
+        // seq_cst loads are fence.sc + ld.acquire: there is no ld.sc
+        (
+            "ld.sc.gpu.global.u32 %r0, [%rd1];",
+            p.ld_ordered(SeqCst, Gpu, AtomSpace::Global, "u32", "%r0", "[%rd1]").is_ok_and(|l| l.len() == 2),
+        ),
     ];
     for (line, printer_refused) in &refused {
         assert!(printer_refused, "the printer accepted the equivalent of `{line}`");

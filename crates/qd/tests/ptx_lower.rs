@@ -1,6 +1,8 @@
-//! Whole kernels lowered to PTX and assembled by ptxas 13.0 for sm_80 and sm_90 (D9).
+//! Whole kernels lowered to PTX and assembled by ptxas 13.0 for sm_80 and sm_90, and for the
+//! architecture-specific sm_90a and sm_100a (D9).
 
-use qd::backend::ptx::lower::lower_kernel_sm;
+use qd::backend::ptx::lower::{lower_kernel, lower_kernel_sm};
+use qd::backend::ptx::PtxTarget;
 use qd::backend::Target;
 use qd::prelude::*;
 use std::path::PathBuf;
@@ -16,6 +18,10 @@ fn ptxas() -> Option<PathBuf> {
 }
 
 fn assemble(name: &str, text: &str, sm: u32) {
+    assemble_for(name, text, PtxTarget::sm(sm));
+}
+
+fn assemble_for(name: &str, text: &str, target: PtxTarget) {
     let Some(ptxas) = ptxas() else {
         if std::env::var("QD_SKIP_PTXAS").as_deref() == Ok("1") {
             eprintln!("skipped: ptxas not found (QD_SKIP_PTXAS=1)");
@@ -25,27 +31,53 @@ fn assemble(name: &str, text: &str, sm: u32) {
     };
     let dir = std::env::temp_dir().join(format!("qd-ptx-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join(format!("{name}_sm{sm}.ptx"));
+    let file = dir.join(format!("{name}_{target}.ptx"));
     std::fs::write(&file, text).unwrap();
     let out =
-        Command::new(&ptxas).arg(format!("-arch=sm_{sm}")).arg(&file).arg("-o").arg("/dev/null").output().unwrap();
+        Command::new(&ptxas).arg(format!("-arch={target}")).arg(&file).arg("-o").arg("/dev/null").output().unwrap();
     assert!(
         out.status.success(),
-        "ptxas rejected {name} for sm_{sm}:\n{}\n---\n{text}",
+        "ptxas rejected {name} for {target}:\n{}\n---\n{text}",
         String::from_utf8_lossy(&out.stderr)
     );
 }
 
-fn check(k: &Kernel) {
+/// The `.version` line of a module.
+fn version_of(text: &str) -> String {
+    text.lines().find_map(|l| l.strip_prefix(".version ")).expect("a .version line").to_string()
+}
+
+/// `major.minor` as a comparable pair.
+fn version_pair(v: &str) -> (u32, u32) {
+    let (a, b) = v.split_once('.').unwrap();
+    (a.parse().unwrap(), b.parse().unwrap())
+}
+
+const TARGETS: [PtxTarget; 4] =
+    [PtxTarget::sm(80), PtxTarget::sm(90), PtxTarget::arch_specific(90), PtxTarget::arch_specific(100)];
+
+/// Lowers `k` for sm_80, sm_90, sm_90a and sm_100a and assembles each module; returns them.
+fn check(k: &Kernel) -> Vec<(PtxTarget, String)> {
     let ir = k.trace(&Target::cpu(32)).unwrap();
-    for sm in [80, 90] {
-        let m = lower_kernel_sm(&ir, sm).unwrap();
-        assert!(m.text.contains(&format!(".target sm_{sm}")));
+    let mut out = Vec::new();
+    for target in TARGETS {
+        let m = lower_kernel(&ir, &target).unwrap();
+        assert!(m.text.contains(&format!(".target {target}\n")), "{target}");
         assert_eq!(m.params.len(), ir.params.len());
         assert_eq!(m.entry, k.name());
-        assert_eq!(m.text, lower_kernel_sm(&ir, sm).unwrap().text, "lowering is deterministic");
-        assemble(k.name(), &m.text, sm);
+        assert_eq!(m.text, lower_kernel(&ir, &target).unwrap().text, "lowering is deterministic");
+        // D7: at least the target's floor, at most what ptxas 13.0 / the CUDA 13.0 JIT take.
+        let v = version_pair(&version_of(&m.text));
+        let floor = target.floor().unwrap();
+        assert!(v >= (u32::from(floor.major), u32::from(floor.minor)), "{target}: .version below the floor");
+        assert!(v <= (9, 0), "{target}: .version above 9.0");
+        if !target.arch_specific {
+            assert_eq!(m.text, lower_kernel_sm(&ir, target.sm).unwrap().text, "lower_kernel_sm is lower_kernel");
+        }
+        assemble_for(k.name(), &m.text, target);
+        out.push((target, m.text));
     }
+    out
 }
 
 #[test]
@@ -225,7 +257,7 @@ fn nvidia_families_assemble_on_sm_90_and_are_gated_below() {
         let t = block::thread_idx();
         let v = w.get(t);
         let (mask, all) = nv::match_all(v);
-        let (leader, is_leader) = nv::elect();
+        let (leader, is_leader) = nv::elect(); // ELECT
         let x = nv::match_any(v.cast::<u64>()) + mask + all.cast::<u32>() + leader + is_leader.cast::<u32>();
         let y = nv::redux_add(v) + nv::redux_min(v.cast::<i32>()).cast::<u32>() + nv::redux_xor(v);
         if_(t.eq(0), || nv::mbarrier_init(bar.at(0), 64u32));
@@ -249,6 +281,7 @@ fn nvidia_families_assemble_on_sm_90_and_are_gated_below() {
         block::sync();
         if_(t.eq(0), || nv::mbarrier_inval(bar.at(0)));
     });
+    let elect_line = line_of("nv::elect(); // ELECT");
     let ir = k.trace(&Target::cpu(32)).unwrap();
     let m = lower_kernel_sm(&ir, 90).unwrap();
     assert!(m.text.contains(".version 8.6"), "split fences need PTX 8.6:\n{}", m.text);
@@ -258,8 +291,22 @@ fn nvidia_families_assemble_on_sm_90_and_are_gated_below() {
         assert!(m.text.contains(needle), "{needle}");
     }
     assemble("nv_families", &m.text, 90);
+    for target in [PtxTarget::arch_specific(90), PtxTarget::arch_specific(100)] {
+        let m = lower_kernel(&ir, &target).unwrap();
+        assert!(m.text.contains(&format!(".target {target}\n")), "{target}");
+        assert_eq!(version_of(&m.text), "8.6", "{target}: split fences need PTX 8.6");
+        assemble_for("nv_families", &m.text, target);
+    }
+    // sm_80 lacks elect.sync (the first sm_90-only op): the error names the op, the user's line,
+    // the feature and the SM it needs.
     let e = lower_kernel_sm(&ir, 80).unwrap_err();
-    assert!(e.message.contains("needs sm_90"), "{e}");
+    assert!(e.message.contains("requires .target sm_90"), "{e}");
+    assert!(e.message.contains("target is sm_80"), "{e}");
+    assert!(e.message.contains("elect.sync"), "{e}");
+    assert_eq!(e.op, "nv.elect");
+    assert_eq!(e.kernel, "nv_families");
+    assert_eq!(e.loc.file, file!());
+    assert_eq!(e.loc.line, elect_line);
 }
 
 #[test]
@@ -276,4 +323,189 @@ fn block_algorithms_assemble() {
             r.set(i, block::radix_rank_match_atomic_or(keys.get(i), 256, 8, 0, 8, bins, excl));
         });
     }));
+}
+
+/// The 1-based line of this file that holds `needle` (not counting the lookup itself).
+fn line_of(needle: &str) -> u32 {
+    let src = include_str!("ptx_lower.rs");
+    let at = src.lines().position(|l| l.contains(needle) && !l.contains("line_of("));
+    at.map(|i| i as u32 + 1).unwrap_or_else(|| panic!("no line holds {needle:?}"))
+}
+
+/// The body lines of a module, without their indentation.
+fn lines(text: &str) -> Vec<&str> {
+    text.lines().map(str::trim).collect()
+}
+
+/// Whether `text` holds the consecutive lines `want`.
+fn has_run(text: &str, want: &[&str]) -> bool {
+    lines(text).windows(want.len()).any(|w| w == want)
+}
+
+#[test]
+fn narrow_and_half_atomics_assemble() {
+    let modules = check(&Kernel::explicit("narrow_atomics", 64, |k| {
+        let b = k.array::<i8>("b");
+        let ub = k.array::<u8>("ub");
+        let h = k.array::<i16>("h");
+        let uh = k.array::<u16>("uh");
+        let f = k.array::<F16>("f");
+        let g = k.array::<BF16>("g");
+        let out = k.array::<i32>("out");
+        let sb = block::shared_array::<u8>(64);
+        let sg = block::shared_array::<BF16>(64);
+        let t = block::thread_idx();
+        let x = atomic_add(b.at(t), 1i8) + atomic_max(b.at(1), -3i8) + atomic_cas(b.at(2), 0i8, 1i8);
+        let y = atomic_add(ub.at(t), 200u8) + atomic_min(ub.at(1), 7u8) + atomic_exchange(ub.at(2), 9u8);
+        atomic_xor(h.at(t), 0x55i16);
+        let z = atomic_cas(h.at(1), 3i16, 4i16).cast::<i32>()
+            + (atomic_mul(uh.at(0), 3u16) + atomic_or(uh.at(1), 1u16)).cast::<i32>();
+        atomic_add(f.at(t), F16::from_f32(0.5));
+        let w = atomic_max(f.at(1), F16::from_f32(2.0)).cast::<i32>()
+            + atomic_add(g.at(t), BF16::from_f32(1.0)).cast::<i32>();
+        atomic_add(sb.at(t), 1u8);
+        atomic_add(sg.at(t), BF16::from_f32(1.0));
+        let v = x.cast::<i32>() + y.cast::<i32>() + z + w;
+        out.set(t, v + sb.get(0).cast::<i32>() + sg.get(0).cast::<i32>());
+    }));
+    for (target, text) in &modules {
+        // 8-bit elements: atom.cas.b32 on the enclosing word.
+        assert!(text.contains("0xFFFFFFFFFFFFFFFC;"), "{target}");
+        assert!(text.contains("atom.cas.b32.global"), "{target}");
+        assert!(text.contains("atom.cas.b32.shared"), "{target}");
+        // 16-bit CAS is native from sm_70; f16 add from sm_70 (D7 prints .noftz).
+        assert!(text.contains("atom.cas.b16.global"), "{target}");
+        assert!(text.contains("red.add.noftz.f16.global"), "{target}");
+        // bf16 add is native from sm_90; before that it is a CAS loop.
+        let native_bf16 = text.contains("atom.add.noftz.bf16.global") && text.contains("red.add.noftz.bf16.shared");
+        assert_eq!(native_bf16, target.sm >= 90, "{target}:\n{text}");
+    }
+}
+
+#[test]
+fn seq_cst_and_ordered_memory_follow_d6() {
+    use qd::ir::{AtomicOp, LoadKind, Ordering, Scope, StoreKind};
+    let modules = check(&Kernel::explicit("orderings", 64, |k| {
+        let a = k.array::<u32>("a");
+        let f = k.array::<f32>("f");
+        let t = block::thread_idx();
+        let old = atomic_rmw(a.at(0), AtomicOp::Add, 1u32, Ordering::SeqCst, Scope::Device);
+        atomic_rmw(a.at(1), AtomicOp::Add, old, Ordering::Release, Scope::Block); // unused: red
+        atomic_rmw(a.at(2), AtomicOp::Add, old, Ordering::Acquire, Scope::Device); // unused, acquire: atom _
+        atomic_rmw(a.at(3), AtomicOp::Exchange, old, Ordering::Relaxed, Scope::Device); // unused exch: atom _
+        atomic_rmw(a.at(4), AtomicOp::Mul, 3u32, Ordering::SeqCst, Scope::System); // CAS loop
+        atomic_rmw(f.at(0), AtomicOp::Max, 1.0f32, Ordering::AcqRel, Scope::Block); // CAS loop
+        let v = a.at(5).load_with(LoadKind::Ordered(Ordering::SeqCst, Scope::Device));
+        a.at(6).store_with(v, StoreKind::Ordered(Ordering::SeqCst, Scope::Block));
+        let w = a.at(7).load_with(LoadKind::Ordered(Ordering::Relaxed, Scope::Thread));
+        a.at(t).store_with(w, StoreKind::Ordered(Ordering::Relaxed, Scope::System));
+    }));
+    for (target, text) in &modules {
+        let l = lines(text);
+        let at = |needle: &str| {
+            l.iter().position(|x| x.starts_with(needle)).unwrap_or_else(|| panic!("{target}: {needle}\n{text}"))
+        };
+        assert_eq!(l[at("atom.acquire.add.u32.global") - 1], "fence.sc.gpu;", "{target}");
+        at("red.release.cta.add.u32.global [");
+        at("atom.acquire.add.u32.global _, [");
+        at("atom.exch.b32.global _, [");
+        // seq_cst CAS loop: one fence before the loop, acquiring CAS inside.
+        let cas = at("atom.acquire.sys.cas.b32.global");
+        let fence = at("fence.sc.sys;");
+        assert!(fence < cas && l[fence..cas].iter().any(|x| x.starts_with("$L_cas")), "{target}");
+        at("atom.acq_rel.cta.cas.b32.global");
+        assert_eq!(l[at("ld.acquire.gpu.global.u32") - 1], "fence.sc.gpu;", "{target}");
+        assert_eq!(l[at("st.release.cta.global.u32") - 1], "fence.sc.cta;", "{target}");
+        at("ld.relaxed.cta.global.u32");
+        at("st.relaxed.sys.global.u32");
+    }
+}
+
+#[test]
+fn fences_fall_back_and_set_the_version() {
+    use qd::ir::{Ordering, Scope};
+    let k = Kernel::explicit("fences", 32, |k| {
+        let a = k.array::<u32>("a");
+        a.set(0, 1u32);
+        qd::nv::fence(Ordering::Acquire, Scope::Device);
+        qd::nv::fence(Ordering::Release, Scope::Block);
+        qd::nv::fence(Ordering::SeqCst, Scope::Thread); // prints nothing
+        qd::nv::fence(Ordering::AcqRel, Scope::System);
+    });
+    let ir = k.trace(&Target::cpu(32)).unwrap();
+    let m80 = lower_kernel_sm(&ir, 80).unwrap();
+    assert_eq!(version_of(&m80.text), "7.0");
+    assert!(has_run(&m80.text, &["fence.acq_rel.gpu;", "fence.acq_rel.cta;", "fence.acq_rel.sys;"]), "{}", m80.text);
+    assemble("fences", &m80.text, 80);
+    let m90 = lower_kernel_sm(&ir, 90).unwrap();
+    assert_eq!(version_of(&m90.text), "8.6", "split fences need PTX 8.6");
+    assert!(has_run(&m90.text, &["fence.acquire.gpu;", "fence.release.cta;", "fence.acq_rel.sys;"]), "{}", m90.text);
+    assemble("fences", &m90.text, 90);
+    let m90a = lower_kernel(&ir, &PtxTarget::arch_specific(90)).unwrap();
+    assert!(m90a.text.contains(".version 8.6\n.target sm_90a\n.address_size 64\n"), "{}", m90a.text);
+    assemble_for("fences", &m90a.text, PtxTarget::arch_specific(90));
+}
+
+#[test]
+fn version_is_the_highest_floor_of_target_and_features() {
+    use qd::ir::NvSreg;
+    let plain = Kernel::explicit("plain", 32, |k| {
+        let a = k.array::<u32>("a");
+        a.set(block::thread_idx(), 1u32);
+    });
+    let ir = plain.trace(&Target::cpu(32)).unwrap();
+    for (target, v) in [
+        (PtxTarget::sm(80), "7.0"),
+        (PtxTarget::sm(86), "7.1"),
+        (PtxTarget::sm(90), "7.8"),
+        (PtxTarget::arch_specific(90), "8.0"),
+        (PtxTarget::sm(100), "8.6"),
+        (PtxTarget::arch_specific(100), "8.6"),
+        (PtxTarget::sm(120), "8.7"),
+    ] {
+        assert_eq!(version_of(&lower_kernel(&ir, &target).unwrap().text), v, "{target}");
+    }
+    // Features raise it: cluster registers (7.8), expect_tx (8.0).
+    let k = Kernel::explicit("features", 32, |k| {
+        let a = k.array::<u64>("a");
+        let bar = block::shared_array::<u64>(1);
+        a.set(0, qd::nv::sreg(NvSreg::ClusterCtarank));
+        qd::nv::mbarrier_expect_tx(bar.at(0), 16u32);
+    });
+    let ir = k.trace(&Target::cpu(32)).unwrap();
+    let m = lower_kernel_sm(&ir, 90).unwrap();
+    assert_eq!(version_of(&m.text), "8.0");
+    assemble("features", &m.text, 90);
+    assert_eq!(version_of(&lower_kernel(&ir, &PtxTarget::arch_specific(100)).unwrap().text), "8.6");
+}
+
+#[test]
+fn cluster_scope_is_gated_at_the_users_line() {
+    use qd::ir::{AtomicOp, Ordering, Scope};
+    let k = Kernel::explicit("cluster", 32, |k| {
+        let a = k.array::<u32>("a");
+        let old = atomic_rmw(a.at(0), AtomicOp::Add, 1u32, Ordering::Relaxed, Scope::Cluster); // CLUSTER
+        a.set(1, old);
+    });
+    let line = line_of("Scope::Cluster); // CLUSTER");
+    let ir = k.trace(&Target::cpu(32)).unwrap();
+    let m = lower_kernel_sm(&ir, 90).unwrap();
+    assert!(m.text.contains("atom.relaxed.cluster.add.u32.global"), "{}", m.text);
+    assemble("cluster", &m.text, 90);
+    let e = lower_kernel_sm(&ir, 80).unwrap_err();
+    assert_eq!((e.op.as_str(), e.loc.file, e.loc.line), ("atomic_add", file!(), line), "{e}");
+    assert!(e.message.contains(".cluster scope requires .target sm_90"), "{e}");
+}
+
+#[test]
+fn unknown_target_is_an_error_at_the_callers_line() {
+    let k = Kernel::explicit("tiny", 32, |k| {
+        let a = k.array::<u32>("a");
+        a.set(0, 1u32);
+    });
+    let ir = k.trace(&Target::cpu(32)).unwrap();
+    let e = lower_kernel(&ir, &PtxTarget::sm(101)).unwrap_err(); // UNKNOWN
+    assert_eq!((e.op.as_str(), e.loc.file, e.loc.line), ("ptx.module", file!(), line_of("// UNKNOWN")), "{e}");
+    assert!(e.message.contains("unknown PTX target sm_101"), "{e}");
+    assert!(lower_kernel(&ir, &PtxTarget::arch_specific(80)).is_err(), "there is no sm_80a");
 }

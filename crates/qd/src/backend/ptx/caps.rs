@@ -223,6 +223,8 @@ pub enum Feature {
     SregSmemSize,
     /// %globaltimer
     SregGlobaltimer,
+    /// ld/st .relaxed/.acquire/.release with a scope
+    MemorySem,
 }
 
 /// The set of features a module uses.
@@ -281,6 +283,7 @@ impl Feature {
             SregCluster => "cluster special registers",
             SregSmemSize => "%dynamic_smem_size/%total_smem_size",
             SregGlobaltimer => "%globaltimer",
+            MemorySem => "ld/st .relaxed/.acquire/.release",
         }
     }
 
@@ -328,6 +331,7 @@ impl Feature {
             SregCluster => fl(90, 7, 8),
             SregSmemSize => fl(0, 4, 1),
             SregGlobaltimer => fl(30, 3, 1),
+            MemorySem => fl(70, 6, 0),
         }
     }
 }

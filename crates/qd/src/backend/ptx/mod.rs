@@ -6,13 +6,15 @@
 //! * [`modifier`]: the atomic/reduction modifier record ([`AtomicModifier`]), the scope and
 //!   ordering vocabulary, [`pack_atomic_modifier`] and [`syncscope_from_llvm`].
 //! * [`printer`]: [`PtxPrinter`] for atom/red (and the seq_cst / unused-result lowering of
-//!   [`PtxPrinter::atomic_rmw`]), fences, proxy fences and CTA barriers.
+//!   [`PtxPrinter::atomic_rmw`]), ordered loads and stores, fences, proxy fences and CTA barriers.
 //! * [`warp`]: `redux.sync`, `shfl.sync`, `vote.sync`, `match.sync`, `bar.warp.sync`.
 //! * [`sreg`]: special-register reads.
 //! * [`mbarrier`]: the mbarrier family.
 //! * [`caps`]: targets, feature floors and the `.version` computation (D7).
 //! * [`errors`]: [`PtxError`], the lowering-time diagnostics.
-//! * [`lower`]: whole kernels from the IR to a PTX module.
+//! * [`lower`]: whole kernels from the IR to a PTX module ([`lower_kernel`]): arithmetic and
+//!   control flow printed there, every instruction above through one [`PtxPrinter`], whose
+//!   recorded features give the module's `.version`.
 //!
 //! Token order on `atom`/`red` follows D7 and the seed's literal lines: stem, ordering, scope,
 //! operation, `.noftz`, vector width, type, address space, cache hint, operands. (The seed's prose
@@ -30,6 +32,7 @@ pub mod warp;
 
 pub use caps::{capped_version, module_header, required_version, Feature, FeatureSet, PtxTarget, PtxVersion};
 pub use errors::PtxError;
+pub use lower::{lower_kernel, lower_kernel_sm, ParamAbi, PtxModule};
 pub use mbarrier::{MbarrierModifier, MbarrierSpace};
 pub use modifier::{
     pack_atomic_modifier, syncscope_from_llvm, unpack_atomic_modifier, AtomOp, AtomSpace, AtomType, AtomicModifier,

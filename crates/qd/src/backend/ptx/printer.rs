@@ -8,7 +8,7 @@
 
 use super::caps::{capped_version, module_header, required_version, Feature, FeatureSet, PtxTarget, PtxVersion};
 use super::errors::PtxError;
-use super::modifier::{AtomicModifier, AtomicOrder, NvptxScope};
+use super::modifier::{AtomSpace, AtomicModifier, AtomicOrder, NvptxScope};
 
 /// The full-warp membership mask, as printed (hex immediates are uppercase, D7).
 pub const FULL_MASK: &str = "0xFFFFFFFF";
@@ -161,6 +161,141 @@ impl PtxPrinter {
             return Ok(lines);
         }
         Ok(vec![self.atom(m, dst, addr, args)?])
+    }
+
+    /// Whether [`PtxPrinter::atomic_rmw`] prints `m` natively for this target: the record is valid
+    /// for `atom` (seq_cst checked as its acquire half) and the target has every feature it needs
+    /// within the version cap. When it does not (a type or operation the target lacks), lowering
+    /// builds the operation from a CAS loop instead.
+    pub fn atom_supported(&self, m: &AtomicModifier) -> bool {
+        let checked = match m.order {
+            Some(AtomicOrder::SeqCst) => AtomicModifier { order: Some(AtomicOrder::Acquire), ..m.clone() },
+            _ => m.clone(),
+        };
+        checked.validate(false).is_ok_and(|features| features.iter().all(|f| self.has(*f)))
+    }
+
+    // ----- ordered loads and stores -----------------------------------------------------------
+
+    /// The scope token and features of an ordered `ld`/`st` in `space` (validated, not recorded).
+    /// PTX has no thread scope; the narrowest one, `.cta`, orders at least as much.
+    fn mem_sem_parts(
+        inst: &str,
+        scope: NvptxScope,
+        space: AtomSpace,
+    ) -> Result<(&'static str, &'static str, Vec<Feature>), PtxError> {
+        let mut features = vec![Feature::MemorySem];
+        match space {
+            AtomSpace::Local => {
+                return Err(PtxError::InvalidSpace { inst: format!("ordered {inst}"), space: ".local".into() })
+            }
+            AtomSpace::SharedCta => features.push(Feature::SharedCtaSpelling),
+            AtomSpace::SharedCluster => features.push(Feature::SharedCluster),
+            _ => {}
+        }
+        if scope == NvptxScope::Cluster {
+            features.push(Feature::ClusterScope);
+        }
+        Ok((scope.fence_token().unwrap_or(".cta"), space.token().unwrap_or(""), features))
+    }
+
+    /// Records `features` before sm_70, where ordered loads and stores fall back to `.volatile`:
+    /// only what the fallback still needs (cluster scope has no fallback).
+    fn require_volatile_fallback(&mut self, features: &[Feature]) -> Result<(), PtxError> {
+        let kept: Vec<Feature> = features.iter().copied().filter(|f| *f != Feature::MemorySem).collect();
+        self.require(&kept)
+    }
+
+    /// An atomic load of type `ty` (`u32`, `b64`, ...):
+    /// * relaxed: `ld.relaxed.<scope>{.space}.<ty> d, [a];`
+    /// * acquire: `ld.acquire.<scope>{.space}.<ty> d, [a];`
+    /// * seq_cst: `fence.sc.<scope>;` then the acquire load (LLVM's mapping; PTX has no `ld.sc`).
+    ///
+    /// The scope prints as on fences (`.gpu` for the implicit device scope; thread scope prints
+    /// `.cta`). Below sm_70 (no `.relaxed`/`.acquire`) the load is `ld.volatile`, followed by
+    /// `membar` when it acquires (preceded by one for seq_cst). `.local` is refused.
+    pub fn ld_ordered(
+        &mut self,
+        order: AtomicOrder,
+        scope: NvptxScope,
+        space: AtomSpace,
+        ty: &str,
+        dst: &str,
+        addr: &str,
+    ) -> Result<Vec<String>, PtxError> {
+        let sem = match order {
+            AtomicOrder::Relaxed => ".relaxed",
+            AtomicOrder::Acquire | AtomicOrder::SeqCst => ".acquire",
+            other => {
+                return Err(PtxError::InvalidForm {
+                    inst: "ld".into(),
+                    reason: format!("a load cannot be {other} (relaxed, acquire or seq_cst)"),
+                })
+            }
+        };
+        let (s, sp, features) = Self::mem_sem_parts("ld", scope, space)?;
+        let mut lines = Vec::new();
+        if self.target.sm < Feature::MemorySem.floor().sm {
+            self.require_volatile_fallback(&features)?;
+            if order == AtomicOrder::SeqCst {
+                lines.extend(self.fence(AtomicOrder::SeqCst, scope)?);
+            }
+            lines.push(format!("ld.volatile{sp}.{ty} {dst}, {addr};"));
+            if order != AtomicOrder::Relaxed {
+                lines.extend(self.fence(AtomicOrder::Acquire, scope)?);
+            }
+            return Ok(lines);
+        }
+        self.require(&features)?;
+        if order == AtomicOrder::SeqCst {
+            lines.extend(self.fence(AtomicOrder::SeqCst, scope)?);
+        }
+        lines.push(format!("ld{sem}{s}{sp}.{ty} {dst}, {addr};"));
+        Ok(lines)
+    }
+
+    /// An atomic store of type `ty`:
+    /// * relaxed: `st.relaxed.<scope>{.space}.<ty> [a], v;`
+    /// * release: `st.release.<scope>{.space}.<ty> [a], v;`
+    /// * seq_cst: `fence.sc.<scope>;` then the release store (LLVM's mapping).
+    ///
+    /// Scopes as in [`PtxPrinter::ld_ordered`]. Below sm_70 the store is `st.volatile`, preceded by
+    /// `membar` when it releases. `.local` is refused.
+    pub fn st_ordered(
+        &mut self,
+        order: AtomicOrder,
+        scope: NvptxScope,
+        space: AtomSpace,
+        ty: &str,
+        addr: &str,
+        value: &str,
+    ) -> Result<Vec<String>, PtxError> {
+        let sem = match order {
+            AtomicOrder::Relaxed => ".relaxed",
+            AtomicOrder::Release | AtomicOrder::SeqCst => ".release",
+            other => {
+                return Err(PtxError::InvalidForm {
+                    inst: "st".into(),
+                    reason: format!("a store cannot be {other} (relaxed, release or seq_cst)"),
+                })
+            }
+        };
+        let (s, sp, features) = Self::mem_sem_parts("st", scope, space)?;
+        let mut lines = Vec::new();
+        if self.target.sm < Feature::MemorySem.floor().sm {
+            self.require_volatile_fallback(&features)?;
+            if order != AtomicOrder::Relaxed {
+                lines.extend(self.fence(order, scope)?);
+            }
+            lines.push(format!("st.volatile{sp}.{ty} {addr}, {value};"));
+            return Ok(lines);
+        }
+        self.require(&features)?;
+        if order == AtomicOrder::SeqCst {
+            lines.extend(self.fence(AtomicOrder::SeqCst, scope)?);
+        }
+        lines.push(format!("st{sem}{s}{sp}.{ty} {addr}, {value};"));
+        Ok(lines)
     }
 
     // ----- fences -----------------------------------------------------------------------------
