@@ -175,15 +175,11 @@ pub fn emit_all(target: &EmitTarget, dir: &Path, log: &mut dyn Write) -> io::Res
     Ok(report)
 }
 
-/// PTX text of `kernel` for `arch` (`sm_90`, `sm_80`, ...), traced for the CUDA target.
+/// PTX text of `kernel` for `arch` (`sm_90`, `sm_90a`, `sm_80`, ...), traced for the CUDA target.
 fn ptx_of(kernel: &Kernel, arch: &str) -> Result<String, String> {
-    let sm: u32 = arch
-        .trim_start_matches("sm_")
-        .trim_end_matches(['a', 'f'])
-        .parse()
-        .map_err(|_| format!("bad architecture {arch}"))?;
-    let ir = kernel.trace(&Target::cuda(sm)).map_err(|e| e.to_string())?;
-    qd::backend::ptx::lower::lower_kernel_sm(&ir, sm).map(|m| m.text).map_err(|e| e.to_string())
+    let target = qd::backend::ptx::PtxTarget::parse(arch).map_err(|e| e.to_string())?;
+    let ir = kernel.trace(&Target::cuda(target.sm)).map_err(|e| e.to_string())?;
+    qd::backend::ptx::lower::lower_kernel(&ir, &target).map(|m| m.text).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -16,11 +16,10 @@
 //!   grid per D1, on the legacy default stream, then `cuCtxSynchronize`: a fault inside the kernel is
 //!   an [`Error::Driver`] from `cuCtxSynchronize` naming the kernel.
 
-// The only line that names the PTX lowering (a stand-in until `lower_kernel` lands; see
-// `ptx_stand_in.rs`). To plug in the real one, replace it with:
-//     use crate::backend::ptx::{lower::{lower_kernel, ParamAbi, PtxModule}, PtxTarget};
-// `lower` below is the only user of these four names.
-use super::ptx_stand_in::{lower_kernel, ParamAbi, PtxModule, PtxTarget};
+use crate::backend::ptx::{
+    lower::{lower_kernel, ParamAbi, PtxModule},
+    PtxTarget,
+};
 
 use super::disk_cache::{self, DiskCache};
 use super::{CompileStats, DiskCacheUse, Error, Result};

@@ -17,7 +17,6 @@
 mod cuda;
 mod disk_cache;
 mod launch;
-mod ptx_stand_in;
 
 pub use cuda::{CudaOptions, PtxCode, PtxParam};
 pub use disk_cache::{CACHE_DIR_VAR, CACHE_DISABLE_VAR};
