@@ -103,21 +103,6 @@ pub fn report(l: &Latency, out: &mut dyn Write) -> io::Result<()> {
     )
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn measures_on_the_emulator() {
-        let l = measure(&Device::cpu()).unwrap();
-        let mut out = Vec::new();
-        report(&l, &mut out).unwrap();
-        let line = String::from_utf8(out).unwrap();
-        assert!(line.starts_with("latency device=cpu disk=n/a"), "{line}");
-        assert!(l.first_launch >= l.trace);
-    }
-}
-
 /// The warp primitives of issue 4's SASS table, one full-warp operation per kernel on values loaded
 /// from memory (the same shape as `bench/warp_baselines.cu`).
 pub fn warp_kernels() -> Vec<Kernel> {
@@ -146,4 +131,19 @@ pub fn warp_kernels() -> Vec<Kernel> {
             });
         }),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn measures_on_the_emulator() {
+        let l = measure(&Device::cpu()).unwrap();
+        let mut out = Vec::new();
+        report(&l, &mut out).unwrap();
+        let line = String::from_utf8(out).unwrap();
+        assert!(line.starts_with("latency device=cpu disk=n/a"), "{line}");
+        assert!(l.first_launch >= l.trace);
+    }
 }
