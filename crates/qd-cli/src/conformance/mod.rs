@@ -3,7 +3,9 @@
 //!
 //! A case a backend cannot run reports [`Outcome::Skip`] with its reason; skips never count as passes.
 
+pub mod block_algos;
 pub mod examples;
+pub mod nv;
 pub mod rng;
 pub mod subgroup;
 
@@ -46,6 +48,8 @@ pub fn all_cases() -> Vec<Case> {
     let mut cases = Vec::new();
     examples::register(&mut cases);
     subgroup::register(&mut cases);
+    block_algos::register(&mut cases);
+    nv::register(&mut cases);
     cases
 }
 

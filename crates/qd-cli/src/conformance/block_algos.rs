@@ -1,0 +1,199 @@
+//! Conformance cases for the block algorithms of seed 000: reductions, scans and radix ranking,
+//! on blocks of one and of several subgroups.
+
+use super::{expect_eq, fail, Case, CaseResult, Outcome, Rng};
+use qd::prelude::*;
+use qd::trace::Shuffle;
+
+/// Values the block cases draw: small integers, exact in every dtype (sums never round).
+fn values<T: HostNum>(rng: &mut Rng, n: usize) -> Vec<T> {
+    (0..n).map(|_| T::from_f64(rng.range_i64(-1000, 1000) as f64)).collect()
+}
+
+/// Host conversion for the case data.
+pub trait HostNum: Shuffle + PartialOrd {
+    /// From a small integer-valued f64.
+    fn from_f64(x: f64) -> Self;
+    /// To f64 (exact for the values drawn).
+    fn to_f64(self) -> f64;
+    /// The dtype's name for case ids.
+    const NAME: &'static str;
+}
+
+macro_rules! host_num {
+    ($($t:ty),*) => {$(
+        impl HostNum for $t {
+            fn from_f64(x: f64) -> Self {
+                // Unsigned types take the magnitude so values stay small and exact.
+                if <$t>::MIN == <$t as Num>::ZERO { x.abs() as $t } else { x as $t }
+            }
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            const NAME: &'static str = stringify!($t);
+        }
+    )*};
+}
+host_num!(i32, i64, u32, u64, f32, f64);
+
+#[derive(Clone, Copy)]
+enum Algo {
+    Reduce,
+    ReduceAll,
+    Inclusive,
+    Exclusive,
+}
+
+#[derive(Clone, Copy)]
+enum Op {
+    Add,
+    Min,
+    Max,
+}
+
+fn case<T: HostNum>(d: &Device, rng: &mut Rng, algo: Algo, op: Op, subgroups: u32) -> CaseResult {
+    if T::DTYPE == qd::ir::DType::F64 && !d.target().caps.f64 {
+        return Ok(Outcome::Skip(format!("{} has no f64", d.name())));
+    }
+    let bd = d.subgroup_size() * subgroups;
+    let name = format!("block_algo_{}_{}", T::NAME, bd);
+    let k = Kernel::range(&name, bd, move |k| {
+        let a = k.array::<T>("a");
+        let out = k.array::<T>("out");
+        k.parallel_for(0, a.len(), |i| {
+            let v = a.get(i);
+            let r = match (algo, op) {
+                (Algo::Reduce, Op::Add) => block::reduce_add(v, bd),
+                (Algo::Reduce, Op::Min) => block::reduce_min(v, bd),
+                (Algo::Reduce, Op::Max) => block::reduce_max(v, bd),
+                (Algo::ReduceAll, Op::Add) => block::reduce_all_add(v, bd),
+                (Algo::ReduceAll, Op::Min) => block::reduce_all_min(v, bd),
+                (Algo::ReduceAll, Op::Max) => block::reduce_all_max(v, bd),
+                (Algo::Inclusive, Op::Add) => block::inclusive_add(v, bd),
+                (Algo::Inclusive, Op::Min) => block::inclusive_min(v, bd),
+                (Algo::Inclusive, Op::Max) => block::inclusive_max(v, bd),
+                (Algo::Exclusive, Op::Add) => block::exclusive_add(v, bd),
+                (Algo::Exclusive, Op::Min) => block::exclusive_min(v, bd),
+                (Algo::Exclusive, Op::Max) => block::exclusive_max(v, bd),
+            };
+            out.set(i, r);
+        });
+    });
+    let n = bd as usize * 4;
+    let a: Vec<T> = values(rng, n);
+    let da = d.array_from(&a).map_err(fail)?;
+    let out = d.zeros::<T>(n).map_err(fail)?;
+    d.launch(&k, &[da.arg(), out.arg()]).map_err(fail)?;
+    let got = out.to_vec().map_err(fail)?;
+    let f = |x: f64, y: f64| match op {
+        Op::Add => x + y,
+        Op::Min => x.min(y),
+        Op::Max => x.max(y),
+    };
+    let identity = match op {
+        Op::Add => T::ZERO,
+        Op::Min => T::MAX,
+        Op::Max => T::MIN,
+    };
+    for (b, blk) in a.chunks(bd as usize).enumerate() {
+        let x: Vec<f64> = blk.iter().map(|v| v.to_f64()).collect();
+        let mut acc = x[0];
+        let mut inc = vec![acc];
+        for v in &x[1..] {
+            acc = f(acc, *v);
+            inc.push(acc);
+        }
+        let base = b * bd as usize;
+        let got_blk = &got[base..base + bd as usize];
+        let want: Vec<T> = match algo {
+            Algo::Reduce => {
+                expect_eq("thread 0", &got_blk[..1], &[T::from_f64(acc)])?;
+                continue;
+            }
+            Algo::ReduceAll => vec![T::from_f64(acc); bd as usize],
+            Algo::Inclusive => inc.iter().map(|v| T::from_f64(*v)).collect(),
+            Algo::Exclusive => {
+                std::iter::once(identity).chain(inc[..inc.len() - 1].iter().map(|v| T::from_f64(*v))).collect()
+            }
+        };
+        expect_eq(&format!("block {b}"), got_blk, &want)?;
+    }
+    Ok(Outcome::Pass)
+}
+
+fn radix_rank_case(d: &Device, rng: &mut Rng, bit_start: u32, num_bits: u32) -> CaseResult {
+    if 256 % d.subgroup_size() != 0 {
+        return Ok(Outcome::Skip("needs a subgroup width dividing 256".into()));
+    }
+    let k = Kernel::range(&format!("block_radix_rank_{bit_start}_{num_bits}"), 256, move |k| {
+        let keys = k.array::<u32>("keys");
+        let ranks = k.array::<i32>("ranks");
+        let bins_out = k.array::<i32>("bins");
+        let excl_out = k.array::<i32>("excl");
+        k.parallel_for(0, keys.len(), |i| {
+            let bins = block::shared_array::<i32>(256);
+            let excl = block::shared_array::<i32>(256);
+            let r = block::radix_rank_match_atomic_or(keys.get(i), 256, 8, bit_start, num_bits, bins, excl);
+            let t = block::thread_idx();
+            ranks.set(i, r);
+            bins_out.set(i, bins.get(t));
+            excl_out.set(i, excl.get(t));
+        });
+    });
+    let n = 256 * 2;
+    let keys: Vec<u32> = (0..n).map(|_| rng.next_u64() as u32 >> 8).collect();
+    let ka = d.array_from(&keys).map_err(fail)?;
+    let (ranks, bins, excl) =
+        (d.zeros::<i32>(n).map_err(fail)?, d.zeros::<i32>(n).map_err(fail)?, d.zeros::<i32>(n).map_err(fail)?);
+    d.launch(&k, &[ka.arg(), ranks.arg(), bins.arg(), excl.arg()]).map_err(fail)?;
+    let digit = |k: u32| ((k >> bit_start) & ((1 << num_bits) - 1)) as usize;
+    let (mut want_r, mut want_b, mut want_e) = (Vec::new(), Vec::new(), Vec::new());
+    for blk in keys.chunks(256) {
+        let mut count = vec![0i32; 256];
+        for k in blk {
+            count[digit(*k)] += 1;
+        }
+        let prefix: Vec<i32> = (0..256).map(|d| count[..d].iter().sum()).collect();
+        for (i, k) in blk.iter().enumerate() {
+            want_r.push(prefix[digit(*k)] + blk[..i].iter().filter(|x| digit(**x) == digit(*k)).count() as i32);
+        }
+        want_b.extend(count);
+        want_e.extend(prefix);
+    }
+    expect_eq("bins", &bins.to_vec().map_err(fail)?, &want_b)?;
+    expect_eq("exclusive prefix", &excl.to_vec().map_err(fail)?, &want_e)?;
+    expect_eq("ranks", &ranks.to_vec().map_err(fail)?, &want_r)?;
+    Ok(Outcome::Pass)
+}
+
+fn register_dtype<T: HostNum>(cases: &mut Vec<Case>) {
+    for (algo, an) in [
+        (Algo::Reduce, "reduce"),
+        (Algo::ReduceAll, "reduce_all"),
+        (Algo::Inclusive, "inclusive"),
+        (Algo::Exclusive, "exclusive"),
+    ] {
+        for (op, on) in [(Op::Add, "add"), (Op::Min, "min"), (Op::Max, "max")] {
+            for sgs in [1u32, 4] {
+                cases.push(Case::new(format!("block/{an}_{on}/{}/sg_per_block{sgs}", T::NAME), move |d, rng| {
+                    case::<T>(d, rng, algo, op, sgs)
+                }));
+            }
+        }
+    }
+}
+
+/// Adds this module's cases.
+pub fn register(cases: &mut Vec<Case>) {
+    register_dtype::<i32>(cases);
+    register_dtype::<i64>(cases);
+    register_dtype::<u32>(cases);
+    register_dtype::<u64>(cases);
+    register_dtype::<f32>(cases);
+    register_dtype::<f64>(cases);
+    for (start, bits) in [(0, 8), (8, 8), (4, 6)] {
+        cases.push(Case::new(format!("block/radix_rank_match_atomic_or/start{start}_bits{bits}"), move |d, rng| {
+            radix_rank_case(d, rng, start, bits)
+        }));
+    }
+}
