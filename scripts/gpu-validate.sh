@@ -11,6 +11,8 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 summary() { echo "$*" | tee -a "$OUT/summary.txt"; }
+# ONLY="sass latency" runs just those sections (conformance, latency, tests, sass); default: all.
+want() { [[ -z "${ONLY:-}" || " $ONLY " == *" $1 "* ]]; }
 : >"$OUT/summary.txt"
 
 summary "date: $(date -u +%Y-%m-%dT%H:%MZ)"
@@ -19,6 +21,7 @@ qd info >"$OUT/info.txt" 2>&1
 summary "qd info: $(grep -E '^ +cuda' "$OUT/info.txt" | head -n 1 | sed 's/  */ /g')"
 
 # 1. Conformance on cuda and on the emulator, same seed, every case's status in a report.
+if want conformance; then
 start=$SECONDS
 qd conformance --backend cuda --seed "$SEED" --report "$OUT/cases-cuda.tsv" >"$OUT/conformance-cuda.txt" 2>&1
 cuda_rc=$?
@@ -27,9 +30,11 @@ qd conformance --backend cpu:sg32 --seed "$SEED" --report "$OUT/cases-cpu.tsv" >
 summary "conformance cpu:sg32 (exit $?): $(tail -n 1 "$OUT/conformance-cpu.txt")"
 python3 "$HERE/scripts/compare_cases.py" "$OUT/cases-cpu.tsv" "$OUT/cases-cuda.tsv" >"$OUT/compare.txt" 2>&1
 summary "compare: $(tail -n 1 "$OUT/compare.txt")"
+fi
 
 # 2. First-launch latency of a small kernel: cold (no disk cache, no driver cache) and warm (a new
 #    process that loads the cubin from the disk cache). Five fresh processes each.
+if want latency; then
 export CUDA_CACHE_DISABLE=1
 cache="$(mktemp -d)"
 for i in 1 2 3 4 5; do QD_CACHE_DISABLE=1 qd latency --backend cuda; done >"$OUT/latency-cold.txt" 2>&1
@@ -37,9 +42,10 @@ QD_CACHE_DIR="$cache" qd latency --backend cuda >"$OUT/latency-store.txt" 2>&1
 for i in 1 2 3 4 5; do QD_CACHE_DIR="$cache" qd latency --backend cuda; done >"$OUT/latency-warm.txt" 2>&1
 python3 "$HERE/scripts/latency_summary.py" "$OUT/latency-cold.txt" "$OUT/latency-warm.txt" | tee -a "$OUT/summary.txt"
 unset CUDA_CACHE_DISABLE
+fi
 
 # 3. The CUDA test binaries (bundled with --tests), with a GPU required.
-if ls .gpu/tests/cuda_* >/dev/null 2>&1; then
+if want tests && ls .gpu/tests/cuda_* >/dev/null 2>&1; then
     for t in .gpu/tests/cuda_*; do
         QD_REQUIRE_CUDA=1 "$t" >>"$OUT/cuda-tests.txt" 2>&1
         summary "test $(basename "$t"): exit $? $(grep 'test result' "$OUT/cuda-tests.txt" | tail -n 1)"
@@ -47,6 +53,7 @@ if ls .gpu/tests/cuda_* >/dev/null 2>&1; then
 fi
 
 # 4. SASS of the warp primitives (ours: qd's PTX through ptxas; theirs: nvcc on hand-written CUDA).
+if want sass; then
 sass="$OUT/sass"
 mkdir -p "$sass"
 qd emit --target ptx:sm_90 --out "$sass/ptx" >/dev/null
@@ -58,3 +65,8 @@ nvcc -arch=sm_90 -cubin -O3 "$HERE/bench/warp_baselines.cu" -o "$sass/baselines.
     cuobjdump -sass "$sass/baselines.cubin" >"$sass/cuda.sass"
 python3 "$HERE/scripts/sass_count.py" "$sass/qd.sass" "$sass/cuda.sass" | tee "$OUT/sass-counts.md"
 tar -C "$OUT" -czf "$OUT/sass.tgz" sass && rm -rf "$sass"
+fi
+
+# Only a few files come back from the machine: keep the summaries, pack the rest.
+(cd "$OUT" && tar -czf /tmp/qd-record.tgz --exclude=record.tgz . && mv /tmp/qd-record.tgz record.tgz &&
+    find . -maxdepth 1 -type f ! -name record.tgz ! -name summary.txt ! -name sass-counts.md ! -name compare.txt -delete)

@@ -104,14 +104,17 @@ pub fn report(l: &Latency, out: &mut dyn Write) -> io::Result<()> {
 }
 
 /// The warp primitives of issue 4's SASS table, one full-warp operation per kernel on values loaded
-/// from memory (the same shape as `bench/warp_baselines.cu`).
+/// from memory, in the same shape as `bench/warp_baselines.cu`: an explicit kernel, one element per
+/// thread and no loop, so the counts are the primitive's alone (a grid-stride loop gets rotated by
+/// ptxas, which copies its body).
 pub fn warp_kernels() -> Vec<Kernel> {
     use qd::simt::subgroup;
     fn unary<T: Scalar>(name: &str, f: fn(Val<T>) -> Val<T>) -> Kernel {
-        Kernel::range(name, 32, move |k| {
+        Kernel::explicit(name, 32, move |k| {
             let a = k.array::<T>("a");
             let out = k.array::<T>("out");
-            k.parallel_for(0, a.len(), |i| out.set(i, f(a.get(i))));
+            let i = block::global_thread_idx();
+            out.set(i, f(a.get(i)));
         })
     }
     vec![
@@ -121,14 +124,13 @@ pub fn warp_kernels() -> Vec<Kernel> {
         unary::<f32>("warp_reduce_all_add_f32", |v| subgroup::reduce_all_add(v)),
         unary::<i32>("warp_inclusive_add_i32", |v| subgroup::inclusive_add(v)),
         unary::<i32>("warp_segmented_reduce_add_i32", |v| subgroup::segmented_reduce_add(v, (v & 7).eq(0))),
-        Kernel::range("warp_bitonic_sort_kv_i32", 32, |k| {
+        Kernel::explicit("warp_bitonic_sort_kv_i32", 32, |k| {
             let keys = k.array::<i32>("keys");
             let vals = k.array::<i32>("vals");
-            k.parallel_for(0, keys.len(), |i| {
-                let (key, val) = subgroup::bitonic_sort_kv(keys.get(i), vals.get(i));
-                keys.set(i, key);
-                vals.set(i, val);
-            });
+            let i = block::global_thread_idx();
+            let (key, val) = subgroup::bitonic_sort_kv(keys.get(i), vals.get(i));
+            keys.set(i, key);
+            vals.set(i, val);
         }),
     ]
 }

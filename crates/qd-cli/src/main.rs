@@ -114,6 +114,18 @@ fn info() -> io::Result<ExitCode> {
             Err(e) => writeln!(out, "  {name:<10} not available  {what}: {e}")?,
         }
     }
+    // Every GPU found, with what it is (model, compute capability, driver, subgroup size).
+    let gpus: Vec<String> = qd::runtime::available_devices().into_iter().filter(|n| !n.starts_with("cpu")).collect();
+    if !gpus.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "devices:")?;
+        for name in gpus {
+            match Device::from_name(&name) {
+                Ok(d) => writeln!(out, "  {}", d.describe())?,
+                Err(e) => writeln!(out, "  {name}: {e}")?,
+            }
+        }
+    }
     writeln!(out)?;
     writeln!(out, "emit targets:")?;
     for name in ["ir", "ptx:sm_90", "ptx:sm_80", "spirv:sg32", "msl", "amdgpu:gfx942"] {
