@@ -30,6 +30,8 @@ qd conformance --backend cpu:sg32 --seed "$SEED" --report "$OUT/cases-cpu.tsv" >
 summary "conformance cpu:sg32 (exit $?): $(tail -n 1 "$OUT/conformance-cpu.txt")"
 python3 "$HERE/scripts/compare_cases.py" "$OUT/cases-cpu.tsv" "$OUT/cases-cuda.tsv" >"$OUT/compare.txt" 2>&1
 summary "compare: $(tail -n 1 "$OUT/compare.txt")"
+qd tour --backend cuda >"$OUT/tour-cuda.txt" 2>&1
+summary "tour cuda: exit $?, $(grep -c '' "$OUT/tour-cuda.txt") lines"
 fi
 
 # 2. First-launch latency of a small kernel: cold (no disk cache, no driver cache) and warm (a new
