@@ -2,9 +2,6 @@
 //! assembles, a sample of the seed's table rows in D7's token order, one test per diagnostic, and
 //! (D9) every golden assembled with ptxas 13.0 for its target.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
 use qd::backend::ptx::*;
 use qd::ir::{AddressSpace, AtomicOp, DType, NvSreg, Ordering, Scope};
 
@@ -1510,44 +1507,8 @@ fn atom_supported_follows_target_and_cap() {
 
 // ----- D9: ptxas ----------------------------------------------------------------------------
 
-const PTXAS_INSTALL: &str = "python3 -m pip download --no-deps nvidia-cuda-nvcc==13.0.88 -d /tmp/nvcc && \
-     mkdir -p .tools && unzip -p /tmp/nvcc/nvidia_cuda_nvcc-13.0.88-*.whl nvidia/cu13/bin/ptxas > .tools/ptxas && \
-     chmod +x .tools/ptxas";
-
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// ptxas from `$PTXAS`, else `.tools/ptxas` under the workspace root, else PATH. `None` only when
-/// `QD_SKIP_PTXAS=1`; otherwise a missing ptxas fails the test with the install command (D9).
-fn ptxas() -> Option<PathBuf> {
-    let candidates: Vec<PathBuf> = match std::env::var_os("PTXAS") {
-        Some(p) => vec![PathBuf::from(p)],
-        None => {
-            let mut v = vec![workspace_root().join(".tools/ptxas")];
-            if let Some(path) = std::env::var_os("PATH") {
-                v.extend(std::env::split_paths(&path).map(|d| d.join("ptxas")));
-            }
-            v
-        }
-    };
-    if let Some(found) = candidates.into_iter().find(|p| p.is_file()) {
-        return Some(found);
-    }
-    if std::env::var("QD_SKIP_PTXAS").as_deref() == Ok("1") {
-        eprintln!("ptxas not found: skipped (QD_SKIP_PTXAS=1)");
-        return None;
-    }
-    let looked_in = match std::env::var_os("PTXAS") {
-        Some(p) => format!("$PTXAS ({})", PathBuf::from(p).display()),
-        None => ".tools/ptxas or PATH".to_string(),
-    };
-    panic!(
-        "ptxas (CUDA 13.0) is needed to validate the PTX goldens (D9) but was not found in {looked_in}. \
-         Install it from the workspace root with:\n  {PTXAS_INSTALL}\n\
-         or set QD_SKIP_PTXAS=1 to skip this test."
-    );
-}
+mod common;
+use common::{ptxas, scratch_dir, try_assemble as assemble};
 
 /// Wraps lines in a minimal kernel with register pools for every class the goldens use.
 fn module(version: &str, target: PtxTarget, lines: &[String]) -> String {
@@ -1566,30 +1527,6 @@ fn module(version: &str, target: PtxTarget, lines: &[String]) -> String {
     }
     s.push_str("  ret;\n}\n");
     s
-}
-
-/// Assembles `text` for `target`; `Err(stderr)` when ptxas rejects it.
-fn assemble(ptxas: &Path, dir: &Path, name: &str, target: PtxTarget, text: &str) -> Result<(), String> {
-    let file = dir.join(format!("{name}.ptx"));
-    std::fs::write(&file, text).unwrap();
-    let out = Command::new(ptxas)
-        .arg(format!("-arch={target}"))
-        .arg(&file)
-        .arg("-o")
-        .arg(dir.join(format!("{name}.cubin")))
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", ptxas.display()));
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).into_owned())
-    }
-}
-
-fn scratch_dir(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("qd-ptx-golden-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 #[test]

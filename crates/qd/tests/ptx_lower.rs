@@ -5,41 +5,15 @@ use qd::backend::ptx::lower::{lower_kernel, lower_kernel_sm};
 use qd::backend::ptx::PtxTarget;
 use qd::backend::Target;
 use qd::prelude::*;
-use std::path::PathBuf;
-use std::process::Command;
 
-/// ptxas from `$PTXAS`, else the workspace's `.tools/ptxas` (installed by scripts/test.sh).
-fn ptxas() -> Option<PathBuf> {
-    if let Ok(p) = std::env::var("PTXAS") {
-        return Some(PathBuf::from(p));
-    }
-    let local = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.tools/ptxas");
-    local.exists().then_some(local)
-}
+mod common;
 
 fn assemble(name: &str, text: &str, sm: u32) {
-    assemble_for(name, text, PtxTarget::sm(sm));
+    common::assemble(name, text, PtxTarget::sm(sm));
 }
 
 fn assemble_for(name: &str, text: &str, target: PtxTarget) {
-    let Some(ptxas) = ptxas() else {
-        if std::env::var("QD_SKIP_PTXAS").as_deref() == Ok("1") {
-            eprintln!("skipped: ptxas not found (QD_SKIP_PTXAS=1)");
-            return;
-        }
-        panic!("ptxas not found: set PTXAS or run `bash scripts/test.sh` (it installs the nvidia-cuda-nvcc==13.0.88 wheel's ptxas into .tools/); QD_SKIP_PTXAS=1 skips");
-    };
-    let dir = std::env::temp_dir().join(format!("qd-ptx-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join(format!("{name}_{target}.ptx"));
-    std::fs::write(&file, text).unwrap();
-    let out =
-        Command::new(&ptxas).arg(format!("-arch={target}")).arg(&file).arg("-o").arg("/dev/null").output().unwrap();
-    assert!(
-        out.status.success(),
-        "ptxas rejected {name} for {target}:\n{}\n---\n{text}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assemble(name, text, target);
 }
 
 /// The `.version` line of a module.

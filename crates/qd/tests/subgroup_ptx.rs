@@ -5,8 +5,6 @@ use qd::backend::ptx::lower::lower_kernel_sm;
 use qd::backend::Target;
 use qd::prelude::*;
 use qd::simt::subgroup::Shuffle;
-use std::path::PathBuf;
-use std::process::Command;
 
 /// What a CUDA device traces with: 32 lanes, `vote.all`/`vote.any`, `redux.sync`.
 fn cuda() -> Target {
@@ -17,33 +15,10 @@ fn cuda() -> Target {
     t
 }
 
-fn ptxas() -> Option<PathBuf> {
-    if let Ok(p) = std::env::var("PTXAS") {
-        return Some(PathBuf::from(p));
-    }
-    let local = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.tools/ptxas");
-    local.exists().then_some(local)
-}
+mod common;
 
 fn assemble(name: &str, text: &str, sm: u32) {
-    let Some(ptxas) = ptxas() else {
-        if std::env::var("QD_SKIP_PTXAS").as_deref() == Ok("1") {
-            eprintln!("skipped: ptxas not found (QD_SKIP_PTXAS=1)");
-            return;
-        }
-        panic!("ptxas not found: set PTXAS or run `bash scripts/test.sh` (it installs ptxas into .tools/); QD_SKIP_PTXAS=1 skips");
-    };
-    let dir = std::env::temp_dir().join(format!("qd-sg-ptx-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join(format!("{name}_sm{sm}.ptx"));
-    std::fs::write(&file, text).unwrap();
-    let out =
-        Command::new(&ptxas).arg(format!("-arch=sm_{sm}")).arg(&file).arg("-o").arg("/dev/null").output().unwrap();
-    assert!(
-        out.status.success(),
-        "ptxas rejected {name} for sm_{sm}:\n{}\n---\n{text}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assemble(name, text, qd::backend::ptx::PtxTarget::sm(sm));
 }
 
 /// Every op on `T` at the full width and at a 8-lane tile, in one kernel.
