@@ -8,11 +8,7 @@ use qd::simt::subgroup::Shuffle;
 
 /// What a CUDA device traces with: 32 lanes, `vote.all`/`vote.any`, `redux.sync`.
 fn cuda() -> Target {
-    let mut t = Target::cpu(32);
-    t.caps.vote_shortcut = true;
-    t.caps.nv = true;
-    t.caps.redux = true;
-    t
+    Target::cuda(90)
 }
 
 mod common;
