@@ -389,3 +389,24 @@ fn shared_memory_over_the_targets_limit_is_a_trace_error() {
     let e = k.trace(&Target::cuda(90)).unwrap_err();
     assert!(e.message.contains("cuda"), "{e}");
 }
+
+#[test]
+fn handles_kept_past_their_trace_are_trace_errors() {
+    use std::sync::{Arc, Mutex};
+    type Kept = Arc<Mutex<Option<(Array<i32>, Var<i32>)>>>;
+    let kept: Kept = Arc::default();
+    let k1 = {
+        let kept = kept.clone();
+        Kernel::explicit("first", 32, move |k| {
+            let a = k.array::<i32>("a");
+            *kept.lock().unwrap() = Some((a, var(0i32)));
+        })
+    };
+    k1.trace(&Target::cpu(32)).unwrap();
+    let k2 = Kernel::explicit("second", 32, move |_k| {
+        let (a, v) = kept.lock().unwrap().unwrap();
+        a.set(0, v.get());
+    });
+    let e = k2.trace(&Target::cpu(32)).unwrap_err();
+    assert!(e.message.contains("another kernel's trace"), "{e}");
+}

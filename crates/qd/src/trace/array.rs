@@ -9,6 +9,8 @@ use std::marker::PhantomData;
 /// An array of `T`: a kernel parameter (global memory), a shared array or a per-thread array.
 pub struct Array<T> {
     pub(crate) array: ArrayRef,
+    /// The trace that declared it: an array handle kept past its trace is a trace error, not a panic.
+    generation: u32,
     _t: PhantomData<T>,
 }
 
@@ -37,7 +39,18 @@ impl<T> Copy for Elem<T> {}
 
 impl<T: Scalar> Array<T> {
     pub(crate) fn from_ref(array: ArrayRef) -> Array<T> {
-        Array { array, _t: PhantomData }
+        Array { array, generation: with(|s| s.generation), _t: PhantomData }
+    }
+
+    /// Records an error when this handle belongs to another kernel's trace.
+    #[track_caller]
+    fn check_trace(self) {
+        let loc = crate::ir::SrcLoc::caller();
+        with(|s| {
+            if s.generation != self.generation {
+                s.fail("array", loc, "uses an array declared by another kernel's trace".into());
+            }
+        });
     }
 
     /// The IR reference.
@@ -48,6 +61,7 @@ impl<T: Scalar> Array<T> {
     /// Element `i`.
     #[track_caller]
     pub fn at(self, i: impl IntoIndex) -> Elem<T> {
+        self.check_trace();
         Elem { place: Place { array: self.array, index: i.into_index() }, _t: PhantomData }
     }
 
@@ -66,6 +80,7 @@ impl<T: Scalar> Array<T> {
     /// Number of elements, as i32.
     #[track_caller]
     pub fn len(self) -> Val<i32> {
+        self.check_trace();
         let loc = current_loc();
         let dst = new_value(DType::U32);
         emit_at(InstKind::ArrayLen { dst, array: self.array }, loc);

@@ -110,6 +110,8 @@ pub fn return_() {
 /// A mutable per-thread variable (`let mut` in kernel code).
 pub struct Var<T> {
     id: LocalId,
+    /// The trace that declared it (a variable kept past its trace is a trace error, not a panic).
+    generation: u32,
     _t: PhantomData<T>,
 }
 
@@ -128,15 +130,27 @@ pub fn var<T: Scalar>(init: impl IntoVal<T>) -> Var<T> {
         s.kernel.locals.push(LocalDecl { dtype: T::DTYPE });
         LocalId(s.kernel.locals.len() as u32 - 1)
     });
-    let v = Var { id, _t: PhantomData };
+    let v = Var { id, generation: with(|s| s.generation), _t: PhantomData };
     v.set(init);
     v
 }
 
 impl<T: Scalar> Var<T> {
+    /// Records an error when this variable belongs to another kernel's trace.
+    #[track_caller]
+    fn check_trace(self) {
+        let loc = SrcLoc::caller();
+        with(|s| {
+            if s.generation != self.generation {
+                s.fail("var", loc, "uses a variable declared by another kernel's trace".into());
+            }
+        });
+    }
+
     /// Current value.
     #[track_caller]
     pub fn get(self) -> Val<T> {
+        self.check_trace();
         let loc = SrcLoc::caller();
         let dst = new_value(T::DTYPE);
         emit_at(InstKind::LocalGet { dst, local: self.id }, loc);
@@ -146,6 +160,7 @@ impl<T: Scalar> Var<T> {
     /// Assigns a new value.
     #[track_caller]
     pub fn set(self, v: impl IntoVal<T>) {
+        self.check_trace();
         let loc = SrcLoc::caller();
         let value = v.into_val().id();
         emit_at(InstKind::LocalSet { local: self.id, value }, loc);
