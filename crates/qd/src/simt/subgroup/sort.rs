@@ -52,6 +52,7 @@ pub fn bitonic_sort_kv_tiled<K: Shuffle, V: Shuffle>(
     }
     let lane = lane_u32();
     let tile_mask = (1u32 << log2_size) - 1;
+    let floats = K::DTYPE.is_float() || V::DTYPE.is_float();
     for k in 1..=log2_size {
         // Direction of this merge stage: masking with T-1 makes every tile ascend at the last stage.
         let dir_bit = (1u32 << k) & tile_mask;
@@ -68,9 +69,15 @@ pub fn bitonic_sort_kv_tiled<K: Shuffle, V: Shuffle>(
             };
             let same_key = pk.eq(key);
             let partner_less = pk.lt(key) | (same_key & pv.lt(value));
-            let self_less = key.lt(pk) | (same_key & value.lt(pv));
-            // Both lanes of the pair decide "swap" from the same comparison, so the pairs are
-            // always permuted, never duplicated (even with NaN keys).
+            let self_less = if floats {
+                // With NaN, "neither less nor equal" does not mean "greater": compare again so both
+                // lanes of the pair decide from the same comparison and pairs are never duplicated.
+                key.lt(pk) | (same_key & value.lt(pv))
+            } else {
+                // Integers are totally ordered: greater is "neither less nor equal" (one compare
+                // fewer, the hand-written network's form).
+                !(partner_less | (same_key & pv.eq(value)))
+            };
             let take = select(keep_min, partner_less, self_less);
             key = select(take, pk, key);
             value = select(take, pv, value);
