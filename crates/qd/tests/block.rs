@@ -145,3 +145,49 @@ fn block_op_arguments_are_checked_while_tracing() {
     let e = Device::cpu().trace(&bad_rank).unwrap_err().to_string();
     assert!(e.contains("block_dim must equal RADIX_DIGITS"), "{e}");
 }
+
+#[test]
+fn emulated_sync_nonzero_matches_the_fused_barrier() {
+    // Targets without a fused barrier-reduction (Vulkan, Metal, AMDGPU) get the shared-slot
+    // emulation; run it on the emulator by tracing for such a target.
+    use qd::backend::cpu::{self, CpuArg, LaunchGeometry, Options};
+    use qd::backend::Target;
+    use std::sync::Arc;
+    let k = Kernel::explicit("sync_nonzero_emulated", 128, |k| {
+        let p = k.array::<i32>("p");
+        let out = k.array::<i32>("out");
+        let t = block::thread_idx();
+        let v = p.get(t + block::block_idx() * 128);
+        let base = (t + block::block_idx() * 128) * 3;
+        // Twice in a row: the emulation's slot must be reusable.
+        for _ in 0..2 {
+            out.set(base, block::sync_all_nonzero(v));
+            out.set(base + 1, block::sync_any_nonzero(v));
+            out.set(base + 2, block::sync_count_nonzero(v));
+        }
+    });
+    let mut target = Target::cpu(16);
+    target.caps.barrier_reduce = false;
+    let ir = k.trace(&target).unwrap();
+    assert!(!qd::ir::print_kernel(&ir).contains("block.sync.popc"), "the emulated path has no fused barrier");
+    let prog = cpu::compile(&ir).unwrap();
+    // Block 0: all zero; block 1: all non-zero (values like 2 and -1 count); block 2: 37 set.
+    let mut p = vec![0i32; 384];
+    for (i, x) in p[128..256].iter_mut().enumerate() {
+        *x = if i % 2 == 0 { 2 } else { -1 };
+    }
+    for i in 0..37 {
+        p[256 + i * 3] = 7;
+    }
+    let pa =
+        Arc::new(cpu::Buffer::from_bits(qd::ir::DType::I32, &p.iter().map(|x| *x as u32 as u64).collect::<Vec<_>>()));
+    let out = Arc::new(cpu::Buffer::zeroed(qd::ir::DType::I32, 384 * 3));
+    let geo = LaunchGeometry { grid: 3, block_dim: 128, subgroup_size: 16 };
+    cpu::launch(&prog, geo, &[CpuArg::Array(pa), CpuArg::Array(out.clone())], &Options::default()).unwrap();
+    let o: Vec<i32> = out.to_bits().into_iter().map(|b| b as u32 as i32).collect();
+    for t in 0..128 {
+        assert_eq!(&o[t * 3..t * 3 + 3], &[0, 0, 0]);
+        assert_eq!(&o[(128 + t) * 3..(128 + t) * 3 + 3], &[1, 1, 128]);
+        assert_eq!(&o[(256 + t) * 3..(256 + t) * 3 + 3], &[0, 1, 37]);
+    }
+}
