@@ -410,3 +410,17 @@ fn handles_kept_past_their_trace_are_trace_errors() {
     let e = k2.trace(&Target::cpu(32)).unwrap_err();
     assert!(e.message.contains("another kernel's trace"), "{e}");
 }
+
+#[test]
+fn a_value_computed_inside_an_if_is_not_visible_after_it() {
+    let k = Kernel::explicit("escaping_value", 32, |k| {
+        let a = k.array::<i32>("a");
+        let t = block::thread_idx();
+        let mut inner = None;
+        if_(t.gt(3), || inner = Some(t * 2));
+        let line_use = inner.unwrap();
+        a.set(t, line_use);
+    });
+    let e = k.trace(&Target::cpu(32)).unwrap_err();
+    assert!(e.message.contains("outside the if/loop body"), "{e}");
+}

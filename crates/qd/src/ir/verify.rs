@@ -29,7 +29,13 @@ pub struct VerifyOptions {
 
 /// Checks a kernel; returns the first error found in program order.
 pub fn verify(k: &Kernel, opts: VerifyOptions) -> Result<(), VerifyError> {
-    let mut v = Verifier { k, defined: vec![false; k.values.len()], loop_depth: 0, grid_strides: 0 };
+    let mut v = Verifier {
+        k,
+        defined: vec![false; k.values.len()],
+        left_scope: vec![false; k.values.len()],
+        loop_depth: 0,
+        grid_strides: 0,
+    };
     for p in &k.params {
         if let Param::Scalar { value, .. } = p {
             v.defined[value.0 as usize] = true;
@@ -49,7 +55,10 @@ pub fn verify(k: &Kernel, opts: VerifyOptions) -> Result<(), VerifyError> {
 
 struct Verifier<'k> {
     k: &'k Kernel,
+    /// Values visible at the current point.
     defined: Vec<bool>,
+    /// Values whose defining block has ended (for a clearer message).
+    left_scope: Vec<bool>,
     loop_depth: usize,
     grid_strides: usize,
 }
@@ -63,16 +72,34 @@ impl Verifier<'_> {
         self.k.dtype(v)
     }
 
+    /// Checks a block. Values defined inside it are visible only inside it (they must dominate
+    /// their uses): leaving the block forgets them.
     fn block(&mut self, b: &Block, top: bool) -> Result<(), VerifyError> {
+        let mut own = Vec::new();
+        let result = self.block_insts(b, top, &mut own);
+        for d in own {
+            self.defined[d.0 as usize] = false;
+            self.left_scope[d.0 as usize] = true;
+        }
+        result
+    }
+
+    fn block_insts(&mut self, b: &Block, top: bool, own: &mut Vec<ValueId>) -> Result<(), VerifyError> {
         for inst in &b.insts {
             for u in inst.kind.uses() {
                 if !self.defined.get(u.0 as usize).copied().unwrap_or(false) {
-                    return Err(self.err(inst, format!("uses %{} before it is defined", u.0)));
+                    let message = if self.left_scope.get(u.0 as usize).copied().unwrap_or(false) {
+                        format!("uses %{} outside the if/loop body that computes it; carry it out in a var", u.0)
+                    } else {
+                        format!("uses %{} before it is defined", u.0)
+                    };
+                    return Err(self.err(inst, message));
                 }
             }
             self.types(inst)?;
             for d in inst.kind.defs() {
                 self.defined[d.0 as usize] = true;
+                own.push(d);
             }
             match &inst.kind {
                 InstKind::If { then_block, else_block, .. } => {
@@ -92,6 +119,11 @@ impl Verifier<'_> {
                     }
                     self.grid_strides += 1;
                     self.block(body, false)?;
+                    // The index lives in the loop only.
+                    if let InstKind::GridStride { index, .. } = &inst.kind {
+                        self.defined[index.0 as usize] = false;
+                        self.left_scope[index.0 as usize] = true;
+                    }
                 }
                 InstKind::Break | InstKind::Continue if self.loop_depth == 0 => {
                     return Err(self.err(inst, "break/continue outside of a loop".into()));
