@@ -163,30 +163,16 @@ fn subgroup_coords() -> (Val<i32>, Val<i32>) {
     (t >> log2, crate::simt::subgroup::invocation_id())
 }
 
-/// `op`-reduction of the subgroup with a `shuffle_down` tree: valid in lane 0.
+/// `op`-reduction of the whole subgroup (the subgroup library's tree): valid in lane 0.
 #[track_caller]
 fn subgroup_tree<T: Shuffle>(v: Val<T>, op: &impl Fn(Val<T>, Val<T>) -> Val<T>) -> Val<T> {
-    let mut v = v;
-    let mut off = crate::simt::subgroup::group_size() / 2;
-    while off > 0 {
-        v = op(v, crate::simt::subgroup::shuffle_down(v, off));
-        off /= 2;
-    }
-    v
+    crate::simt::subgroup::reduce_tree_with(v, crate::simt::subgroup::log2_group_size(), op)
 }
 
-/// Inclusive Hillis–Steele scan of the subgroup (the predecessor is the left operand).
+/// Inclusive scan of the whole subgroup (the subgroup library's Hillis–Steele scan).
 #[track_caller]
 fn subgroup_scan<T: Shuffle>(v: Val<T>, op: &impl Fn(Val<T>, Val<T>) -> Val<T>) -> Val<T> {
-    let lane = crate::simt::subgroup::invocation_id();
-    let x = var(v);
-    let mut off = 1u32;
-    while off < crate::simt::subgroup::group_size() {
-        let p = crate::simt::subgroup::shuffle_up(x.get(), off);
-        trace::if_(lane.ge(off as i32), || x.set(op(p, x.get())));
-        off *= 2;
-    }
-    x.get()
+    crate::simt::subgroup::inclusive_scan_with(v, crate::simt::subgroup::log2_group_size(), op)
 }
 
 /// Block reduction with a custom associative `op`; the result is valid in thread 0 only.

@@ -46,6 +46,8 @@
 
 mod reduce;
 mod scan;
+pub(crate) use reduce::reduce_tree_with;
+pub(crate) use scan::inclusive_scan_with;
 mod sort;
 
 pub use reduce::{

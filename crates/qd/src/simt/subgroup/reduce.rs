@@ -43,10 +43,21 @@ fn reduce_tiled<T: Shuffle>(name: &'static str, op: Op, value: Val<T>, log2_size
     if let Some(r) = redux_full_warp(op, value, log2_size) {
         return r;
     }
+    reduce_tree_with(value, log2_size, &|a, b| op.apply(a, b))
+}
+
+/// The `shuffle_down` tree with any associative `op` (`v = op(v, shuffle_down(v, off))` for
+/// `off = T/2 .. 1`): valid in tile lane 0. Shared with the block reductions.
+#[track_caller]
+pub(crate) fn reduce_tree_with<T: Shuffle>(
+    value: Val<T>,
+    log2_size: u32,
+    op: &impl Fn(Val<T>, Val<T>) -> Val<T>,
+) -> Val<T> {
     let mut v = value;
     for j in (0..log2_size).rev() {
         let other = shuffle_down(v, 1u32 << j);
-        v = op.apply(v, other);
+        v = op(v, other);
     }
     v
 }

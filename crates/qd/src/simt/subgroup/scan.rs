@@ -10,6 +10,16 @@ use crate::trace::{op_scope, select, IntoVal, Val};
 /// control flow for the backends to get wrong.
 #[track_caller]
 fn inclusive_scan<T: Shuffle>(op: Op, value: Val<T>, log2_size: u32) -> Val<T> {
+    inclusive_scan_with(value, log2_size, &|a, b| op.apply(a, b))
+}
+
+/// The same Hillis–Steele scan with any associative `op` (shared with the block scans).
+#[track_caller]
+pub(crate) fn inclusive_scan_with<T: Shuffle>(
+    value: Val<T>,
+    log2_size: u32,
+    op: &impl Fn(Val<T>, Val<T>) -> Val<T>,
+) -> Val<T> {
     if log2_size == 0 {
         return value;
     }
@@ -18,7 +28,7 @@ fn inclusive_scan<T: Shuffle>(op: Op, value: Val<T>, log2_size: u32) -> Val<T> {
     for j in 0..log2_size {
         let off = 1u32 << j;
         let p = shuffle_up(v, off);
-        v = select(t.ge(off), op.apply(p, v), v);
+        v = select(t.ge(off), op(p, v), v);
     }
     v
 }
