@@ -5,6 +5,7 @@
 
 pub mod block_algos;
 pub mod examples;
+pub mod grid;
 pub mod nv;
 pub mod rng;
 pub mod subgroup;
@@ -50,6 +51,7 @@ pub fn all_cases() -> Vec<Case> {
     subgroup::register(&mut cases);
     block_algos::register(&mut cases);
     nv::register(&mut cases);
+    grid::register(&mut cases);
     cases
 }
 
