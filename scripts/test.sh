@@ -6,6 +6,9 @@
 # External tools (D9) are found through environment variables, else in the git-ignored `.tools/`
 # folder, else installed there:
 #   PTXAS  ptxas from the nvidia-cuda-nvcc==13.0.88 wheel (PyPI), matching the CUDA 13.0 driver.
+# Vulkan: lavapipe (Mesa's CPU Vulkan driver) and spirv-val are found on the system, else installed
+# with apt-get (as root): the loader is pointed at lavapipe (VK_DRIVER_FILES, VK_ICD_FILENAMES),
+# SPIRV_VAL is exported, and QD_REQUIRE_VULKAN=1 makes a missing Vulkan device a test failure.
 # Needs no standard input (runs under CI=true).
 set -euo pipefail
 
@@ -71,8 +74,79 @@ EOF
     echo "PTXAS=$PTXAS ($("$PTXAS" --version | tail -n 1))"
 }
 
+# Vulkan (D9): lavapipe, the loader and spirv-val, from the system or installed with apt-get.
+VULKAN_PACKAGES="mesa-vulkan-drivers libvulkan1 spirv-tools"
+LAVAPIPE_ICD_GLOB="/usr/share/vulkan/icd.d/lvp_icd*.json"
+
+lavapipe_icd() {
+    local f
+    for f in $LAVAPIPE_ICD_GLOB; do
+        [[ -f "$f" ]] && {
+            echo "$f"
+            return
+        }
+    done
+    return 0
+}
+
+vulkan_loader_present() {
+    # (No `ldconfig -p | grep -q`: with pipefail, grep leaving early fails the pipe.)
+    [[ "$(ldconfig -p 2>/dev/null || true)" == *"libvulkan.so.1 "* ]] ||
+        compgen -G "/usr/lib/*/libvulkan.so.1" >/dev/null || compgen -G "/usr/lib*/libvulkan.so.1" >/dev/null
+}
+
+ensure_vulkan() {
+    local hint="install them with: apt-get update && apt-get install -y --no-install-recommends $VULKAN_PACKAGES"
+    local icd val
+    icd="$(lavapipe_icd)"
+    val="${SPIRV_VAL:-$(command -v spirv-val || true)}"
+    if [[ -z "$icd" || -z "$val" ]] || ! vulkan_loader_present; then
+        echo "lavapipe, the Vulkan loader or spirv-val is missing: installing $VULKAN_PACKAGES"
+        [[ "$(id -u)" == 0 ]] || die "lavapipe ($LAVAPIPE_ICD_GLOB), libvulkan.so.1 or spirv-val is missing and this is not root, so apt-get cannot install them; $hint"
+        command -v apt-get >/dev/null || die "lavapipe, libvulkan.so.1 or spirv-val is missing and there is no apt-get; install the packages $VULKAN_PACKAGES (Debian/Ubuntu names)"
+        DEBIAN_FRONTEND=noninteractive apt-get update -q </dev/null || die "apt-get update failed; $hint"
+        # shellcheck disable=SC2086 # the package list is split on purpose
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $VULKAN_PACKAGES </dev/null ||
+            die "apt-get install failed; $hint"
+        icd="$(lavapipe_icd)"
+        val="${SPIRV_VAL:-$(command -v spirv-val || true)}"
+        [[ -n "$icd" ]] || die "lavapipe's driver file ($LAVAPIPE_ICD_GLOB) is missing after installing $VULKAN_PACKAGES"
+        vulkan_loader_present || die "libvulkan.so.1 is missing after installing $VULKAN_PACKAGES"
+        [[ -n "$val" ]] || die "spirv-val is missing after installing $VULKAN_PACKAGES"
+    fi
+    [[ -x "$val" ]] || die "SPIRV_VAL=$val is not an executable file; $hint"
+    "$val" --version >/dev/null 2>&1 || die "$val does not run (spirv-val --version failed); $hint"
+    export SPIRV_VAL="$val"
+    # Only lavapipe, whatever else is installed: the same device everywhere CI runs.
+    export VK_DRIVER_FILES="$icd" VK_ICD_FILENAMES="$icd"
+    # The loader and Mesa complain without a usable runtime folder; give them a private one.
+    XDG_RUNTIME_DIR="$(mktemp -d "${TMPDIR:-/tmp}/qd-xdg.XXXXXX")"
+    chmod 700 "$XDG_RUNTIME_DIR"
+    export XDG_RUNTIME_DIR
+    trap 'rm -rf "$XDG_RUNTIME_DIR"' EXIT
+    # The Vulkan tests fail, rather than skip, when the device is missing.
+    export QD_REQUIRE_VULKAN=1
+    echo "SPIRV_VAL=$SPIRV_VAL ($("$SPIRV_VAL" --version | head -n 1))"
+    echo "VK_DRIVER_FILES=$VK_DRIVER_FILES"
+}
+
+ensure_tools() {
+    ensure_ptxas
+    ensure_vulkan
+}
+
 conformance() {
     "$QD" conformance --backend "$1"
+}
+
+# The Vulkan conformance run on lavapipe: besides the exit status, the last line must say
+# `N passed, 0 failed, K skipped` (cases lavapipe cannot run skip themselves, with a reason).
+conformance_vulkan() {
+    local log="${CARGO_TARGET_DIR:-$ROOT/target}/conformance-vulkan.log"
+    "$QD" info | sed -n '/^devices:/,/^$/p'
+    "$QD" conformance --backend vulkan | tee "$log" || die "qd conformance --backend vulkan failed (log: $log)"
+    tail -n 1 "$log" | grep -Eq '^[0-9]+ passed, 0 failed, [0-9]+ skipped$' ||
+        die "qd conformance --backend vulkan did not end with 'N passed, 0 failed, K skipped' (log: $log)"
 }
 
 # Issue 3's validation without a GPU: every built-in kernel's PTX for sm_80 and sm_90, assembled
@@ -92,7 +166,7 @@ assemble_ptx() {
 }
 
 TOTAL_START=$SECONDS
-stage "tools" ensure_ptxas
+stage "tools" ensure_tools
 stage "rustfmt" cargo fmt --all -- --check
 stage "clippy" cargo clippy --workspace --all-targets -- -D warnings
 stage "tests" cargo test --workspace
@@ -100,6 +174,7 @@ stage "release build" cargo build --release -p qd-cli
 for sg in 4 8 16 32 64; do
     stage "conformance cpu:sg$sg" conformance "cpu:sg$sg"
 done
+stage "conformance vulkan" conformance_vulkan
 stage "tour" "$QD" tour
 stage "ptxas sm_80" assemble_ptx sm_80
 stage "ptxas sm_90" assemble_ptx sm_90

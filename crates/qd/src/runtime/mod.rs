@@ -9,18 +9,22 @@
 //!   [`cpu::Program`]s;
 //! * CUDA (`cuda`, `cuda:N`, see `cuda.rs`): arrays live in GPU memory, kernels are PTX from the
 //!   NVPTX lowering, compiled by the driver's JIT, with an in-memory cache per device and a cubin
-//!   cache on disk shared between processes.
+//!   cache on disk shared between processes;
+//! * Vulkan (`vulkan`, `vulkan:N`, see `vulkan/`): arrays are host-visible storage buffers, kernels
+//!   are SPIR-V from the SPIR-V lowering, compute pipelines cached in memory per device.
 //!
-//! Both share the argument checks ([`Error::Argument`]) and the D1 grid of range kernels
+//! All share the argument checks ([`Error::Argument`]) and the D1 grid of range kernels
 //! (`launch.rs`), so a mistake reads the same on every backend.
 
 mod cuda;
 mod disk_cache;
 mod launch;
+mod vulkan;
 
 pub use cuda::{CudaOptions, PtxCode, PtxParam};
 pub use disk_cache::{CACHE_DIR_VAR, CACHE_DISABLE_VAR};
 pub use launch::{range_bounds, RANGE_GRID_CAP};
+pub use vulkan::{SpirvCode, SpirvParam};
 
 use crate::backend::cpu::{self, Buffer, CpuArg};
 use crate::backend::{BackendKind, Target};
@@ -92,11 +96,16 @@ pub type Grid = u32;
 const CPU_SUBGROUP_SIZES: [u32; 5] = [4, 8, 16, 32, 64];
 
 /// Every device name [`Device::from_name`] accepts on this machine: `cpu`, the other `cpu:sgN`,
-/// then `cuda:N` for each GPU the CUDA driver reports (none without a driver).
+/// then `cuda:N` for each GPU the CUDA driver reports (none without a driver), then `vulkan:N` for
+/// each device the Vulkan loader enumerates, in its order (none without a loader or driver).
+///
+/// A listed Vulkan device may still be unusable (too old, missing subgroup operations):
+/// [`Device::from_name`] says why.
 pub fn available_devices() -> Vec<String> {
     let mut names = vec!["cpu".to_string()];
     names.extend(CPU_SUBGROUP_SIZES.iter().filter(|&&sg| sg != 32).map(|sg| format!("cpu:sg{sg}")));
     names.extend((0..cuda::device_count()).map(|i| format!("cuda:{i}")));
+    names.extend((0..vulkan::device_count()).map(|i| format!("vulkan:{i}")));
     names
 }
 
@@ -113,11 +122,13 @@ struct DeviceInner {
     cache: Mutex<HashMap<CacheKey, Arc<CompiledKernel>>>,
     last_compile: Mutex<Option<CompileStats>>,
     ptx_overrides: Mutex<HashMap<String, PtxCode>>,
+    spirv_overrides: Mutex<HashMap<String, SpirvCode>>,
 }
 
 enum Backend {
     Cpu(cpu::Options),
     Cuda(cuda::CudaDevice),
+    Vulkan(vulkan::VulkanDevice),
 }
 
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -141,19 +152,26 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// What a device is, for `qd info`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeviceInfo {
-    /// The device's name as [`Device::from_name`] takes it (`cpu`, `cpu:sg8`, `cuda:0`).
+    /// The device's name as [`Device::from_name`] takes it (`cpu`, `cpu:sg8`, `cuda:0`, `vulkan:0`).
     pub name: String,
     /// Backend family.
     pub backend: BackendKind,
-    /// What it is (`NVIDIA H100 80GB HBM3`, `CPU SIMT emulator`).
+    /// What it is (`NVIDIA H100 80GB HBM3`, `CPU SIMT emulator`, `llvmpipe (LLVM 15.0.6, 256 bits)`).
     pub model: String,
+    /// Vulkan only: the device's Vulkan API version (major, minor, patch).
+    pub api_version: Option<(u32, u32, u32)>,
+    /// Vulkan only: the driver's name and version (`llvmpipe Mesa 22.3.6 (LLVM 15.0.6)`).
+    pub driver: Option<String>,
+    /// Vulkan only: how the subgroup size was found (`measured`, or why the driver's property is
+    /// trusted), and the optional features enabled.
+    pub notes: Vec<String>,
     /// Compute capability (major, minor), CUDA only.
     pub compute_capability: Option<(u32, u32)>,
     /// CUDA version the driver supports (major, minor) from `cuDriverGetVersion`, CUDA only.
     pub driver_version: Option<(u32, u32)>,
     /// Streaming multiprocessors, CUDA only.
     pub multiprocessors: Option<u32>,
-    /// Device memory in bytes, CUDA only.
+    /// Device memory in bytes (CUDA; Vulkan: the device-local heaps).
     pub memory_bytes: Option<u64>,
     /// Subgroup (warp) width.
     pub subgroup_size: u32,
@@ -166,6 +184,12 @@ pub struct DeviceInfo {
 impl std::fmt::Display for DeviceInfo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}: {}", self.name, self.model)?;
+        if let Some((major, minor, patch)) = self.api_version {
+            write!(f, ", Vulkan {major}.{minor}.{patch}")?;
+        }
+        if let Some(d) = &self.driver {
+            write!(f, ", driver {d}")?;
+        }
         if let Some((major, minor)) = self.compute_capability {
             write!(f, ", compute capability {major}.{minor} (sm_{major}{minor})")?;
         }
@@ -178,12 +202,14 @@ impl std::fmt::Display for DeviceInfo {
         if let Some(b) = self.memory_bytes {
             write!(f, ", {:.1} GiB", b as f64 / (1u64 << 30) as f64)?;
         }
-        write!(
-            f,
-            ", subgroup size {}, shared memory {} KiB per block",
-            self.subgroup_size,
-            self.max_shared_bytes / 1024
-        )?;
+        write!(f, ", subgroup size {}", self.subgroup_size)?;
+        if let Some(first) = self.notes.first() {
+            write!(f, " ({first})")?;
+        }
+        write!(f, ", shared memory {} KiB per block", self.max_shared_bytes / 1024)?;
+        for n in self.notes.iter().skip(1) {
+            write!(f, ", {n}")?;
+        }
         if let Some(d) = &self.cache_dir {
             write!(f, ", kernel cache {}", d.display())?;
         }
@@ -215,10 +241,11 @@ pub struct CompileStats {
     pub kernel: String,
     /// Running the closure and verifying the IR.
     pub trace: Duration,
-    /// Lowering: PTX generation (CUDA) or the emulator's program (CPU).
+    /// Lowering: PTX generation (CUDA), SPIR-V generation (Vulkan) or the emulator's program (CPU).
     pub lower: Duration,
-    /// Getting a loaded kernel from the PTX: the JIT or the cubin load, the entry lookup and the
-    /// shared-memory attributes (zero on the CPU).
+    /// Getting a loaded kernel: from the PTX, the JIT or the cubin load, the entry lookup and the
+    /// shared-memory attributes (CUDA); from the SPIR-V, the shader module, layouts and compute
+    /// pipeline creation (Vulkan); zero on the CPU.
     pub load: Duration,
     /// The JIT's own wall time as the driver reports it (`CU_JIT_WALL_TIME`), when it ran.
     pub jit: Option<Duration>,
@@ -236,6 +263,7 @@ pub struct CompiledKernel {
 enum Exec {
     Cpu(cpu::Program),
     Cuda(cuda::CudaKernel),
+    Vulkan(vulkan::VulkanKernel),
 }
 
 impl std::fmt::Debug for CompiledKernel {
@@ -243,6 +271,7 @@ impl std::fmt::Debug for CompiledKernel {
         match &self.exec {
             Exec::Cpu(p) => write!(f, "CompiledKernel(cpu, `{}`)", p.kernel.name),
             Exec::Cuda(k) => write!(f, "CompiledKernel({k:?})"),
+            Exec::Vulkan(k) => write!(f, "CompiledKernel({k:?})"),
         }
     }
 }
@@ -253,6 +282,7 @@ impl CompiledKernel {
         match &self.exec {
             Exec::Cpu(p) => &p.kernel,
             Exec::Cuda(k) => &k.kernel,
+            Exec::Vulkan(k) => &k.kernel,
         }
     }
 
@@ -260,15 +290,23 @@ impl CompiledKernel {
     pub fn cpu_program(&self) -> Option<&cpu::Program> {
         match &self.exec {
             Exec::Cpu(p) => Some(p),
-            Exec::Cuda(_) => None,
+            _ => None,
         }
     }
 
     /// The PTX that was loaded (CUDA devices).
     pub fn ptx(&self) -> Option<&PtxCode> {
         match &self.exec {
-            Exec::Cpu(_) => None,
             Exec::Cuda(k) => Some(&k.code),
+            _ => None,
+        }
+    }
+
+    /// The SPIR-V that was loaded (Vulkan devices).
+    pub fn spirv(&self) -> Option<&SpirvCode> {
+        match &self.exec {
+            Exec::Vulkan(k) => Some(&k.code),
+            _ => None,
         }
     }
 }
@@ -283,6 +321,7 @@ impl Device {
                 cache: Mutex::new(HashMap::new()),
                 last_compile: Mutex::new(None),
                 ptx_overrides: Mutex::new(HashMap::new()),
+                spirv_overrides: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -320,9 +359,24 @@ impl Device {
         Ok(Device::new(name, dev.target(), Backend::Cuda(dev)))
     }
 
+    /// Vulkan device `ordinal` (`vulkan:N`, in the order of [`available_devices`] and `qd info`).
+    ///
+    /// Without a Vulkan loader (`libvulkan.so.1`), without a driver, with no such device, or with a
+    /// device that lacks what qd needs (Vulkan 1.1, compute subgroups with basic, vote, ballot,
+    /// shuffle and relative shuffle operations, `shaderInt64`), this is [`Error::Unavailable`] with
+    /// the reason and, where something is missing, how to install it. Every `Device` naming the same
+    /// ordinal shares one logical device, so arrays move freely between them.
+    pub fn vulkan(ordinal: u32) -> Result<Device> {
+        let name = format!("vulkan:{ordinal}");
+        let dev = vulkan::VulkanDevice::open(ordinal)
+            .map_err(|reason| Error::Unavailable { backend: name.clone(), reason })?;
+        Ok(Device::new(name, dev.target(), Backend::Vulkan(dev)))
+    }
+
     /// A device by its command-line name (D10): `cpu`, `cpu:sgN`, `cuda[:N]`, `vulkan[:N]`, `amdgpu`.
     ///
-    /// `cuda` is `cuda:0`; the device's [`name`](Device::name) is always `cuda:N`.
+    /// `cuda` is `cuda:0` and `vulkan` is `vulkan:0`; the device's [`name`](Device::name) is always
+    /// `cuda:N` or `vulkan:N`.
     pub fn from_name(name: &str) -> Result<Device> {
         let unavailable = |reason: &str| Error::Unavailable { backend: name.to_string(), reason: reason.to_string() };
         match name {
@@ -340,13 +394,19 @@ impl Device {
                     .map_err(|_| unavailable("expected cuda or cuda:N with N a device index (see `qd info`)"))?;
                 Device::cuda(ordinal).map_err(|e| rename_unavailable(e, name))
             }
-            n if n == "vulkan" || n.starts_with("vulkan:") => Err(unavailable("this build has no Vulkan runtime yet")),
+            "vulkan" => Device::vulkan(0).map_err(|e| rename_unavailable(e, name)),
+            n if n.starts_with("vulkan:") => {
+                let ordinal: u32 = n["vulkan:".len()..]
+                    .parse()
+                    .map_err(|_| unavailable("expected vulkan or vulkan:N with N a device index (see `qd info`)"))?;
+                Device::vulkan(ordinal).map_err(|e| rename_unavailable(e, name))
+            }
             "amdgpu" | "metal" => Err(unavailable("this build has no runtime for it")),
             _ => Err(unavailable("unknown backend; expected cpu, cpu:sgN, cuda[:N], vulkan[:N], amdgpu")),
         }
     }
 
-    /// The device's name (`cpu`, `cpu:sg8`, `cuda:0`, ...).
+    /// The device's name (`cpu`, `cpu:sg8`, `cuda:0`, `vulkan:0`, ...).
     pub fn name(&self) -> &str {
         &self.inner.name
     }
@@ -361,7 +421,8 @@ impl Device {
         self.inner.target.subgroup_size
     }
 
-    /// What this device is: model, compute capability, driver, SM count, subgroup size.
+    /// What this device is: model, compute capability or Vulkan version, driver, SM count, subgroup
+    /// size, shared memory.
     pub fn info(&self) -> DeviceInfo {
         let t = &self.inner.target;
         match &self.inner.backend {
@@ -369,6 +430,9 @@ impl Device {
                 name: self.inner.name.clone(),
                 backend: BackendKind::Cpu,
                 model: "CPU SIMT emulator".into(),
+                api_version: None,
+                driver: None,
+                notes: Vec::new(),
                 compute_capability: None,
                 driver_version: None,
                 multiprocessors: None,
@@ -381,6 +445,9 @@ impl Device {
                 name: self.inner.name.clone(),
                 backend: BackendKind::Cuda,
                 model: d.props.model.clone(),
+                api_version: None,
+                driver: None,
+                notes: Vec::new(),
                 compute_capability: Some(d.props.cc),
                 driver_version: Some((d.props.driver_version / 1000, d.props.driver_version % 1000 / 10)),
                 multiprocessors: Some(d.props.sm_count),
@@ -389,6 +456,30 @@ impl Device {
                 max_shared_bytes: t.caps.max_shared_bytes,
                 cache_dir: d.cache_dir().map(|p| p.to_path_buf()),
             },
+            Backend::Vulkan(d) => {
+                let p = d.props();
+                let mut notes = vec![d.subgroup().note];
+                notes.push(format!("{} device", p.device_type));
+                let features = d.feature_names();
+                if !features.is_empty() {
+                    notes.push(features.join(", "));
+                }
+                DeviceInfo {
+                    name: self.inner.name.clone(),
+                    backend: BackendKind::Vulkan,
+                    model: p.model.clone(),
+                    api_version: Some(p.api()),
+                    driver: Some(p.driver.clone()),
+                    notes,
+                    compute_capability: None,
+                    driver_version: None,
+                    multiprocessors: None,
+                    memory_bytes: (p.memory_bytes > 0).then_some(p.memory_bytes),
+                    subgroup_size: t.subgroup_size,
+                    max_shared_bytes: t.caps.max_shared_bytes,
+                    cache_dir: None,
+                }
+            }
         }
     }
 
@@ -409,6 +500,11 @@ impl Device {
                 let buf = d.alloc(T::DTYPE, data.len(), Some(&bytes)).map_err(|e| e.into_error("<alloc>"))?;
                 Storage::Cuda(Arc::new(buf))
             }
+            Backend::Vulkan(d) => {
+                let bytes = encode(data);
+                let buf = d.alloc(T::DTYPE, data.len(), Some(&bytes)).map_err(|e| e.into_error("<alloc>"))?;
+                Storage::Vulkan(Arc::new(buf))
+            }
         };
         Ok(DeviceArray { handle: ArrayHandle { storage }, _t: PhantomData })
     }
@@ -420,6 +516,10 @@ impl Device {
             Backend::Cuda(d) => {
                 let buf = d.alloc(T::DTYPE, len, None).map_err(|e| e.into_error("<alloc>"))?;
                 Storage::Cuda(Arc::new(buf))
+            }
+            Backend::Vulkan(d) => {
+                let buf = d.alloc(T::DTYPE, len, None).map_err(|e| e.into_error("<alloc>"))?;
+                Storage::Vulkan(Arc::new(buf))
             }
         };
         Ok(DeviceArray { handle: ArrayHandle { storage }, _t: PhantomData })
@@ -457,6 +557,16 @@ impl Device {
                 stats.lower = t.elapsed();
                 Exec::Cuda(d.load(ir, code, &mut stats)?)
             }
+            Backend::Vulkan(d) => {
+                let t = Instant::now();
+                let overridden = lock(&self.inner.spirv_overrides).get(&ir.name).cloned();
+                let code = match overridden {
+                    Some(code) => code,
+                    None => vulkan::lower(&ir, d)?,
+                };
+                stats.lower = t.elapsed();
+                Exec::Vulkan(d.load(ir, code, &mut stats)?)
+            }
         };
         let compiled = Arc::new(CompiledKernel { exec });
         lock(&self.inner.cache).insert(key, compiled.clone());
@@ -489,6 +599,23 @@ impl Device {
             });
         }
         lock(&self.inner.ptx_overrides).insert(kernel_name.to_string(), code);
+        lock(&self.inner.cache).retain(|k, _| k.name != kernel_name);
+        Ok(())
+    }
+
+    /// Runs `code` instead of the SPIR-V lowering's output for kernels named `kernel_name` on this
+    /// Vulkan device: for debugging the lowering and for testing the runtime with hand-written
+    /// SPIR-V. Compiled kernels of that name are dropped from the in-memory cache.
+    ///
+    /// On a device of another backend this is an [`Error::Launch`].
+    pub fn override_spirv(&self, kernel_name: &str, code: SpirvCode) -> Result<()> {
+        if !matches!(self.inner.backend, Backend::Vulkan(_)) {
+            return Err(Error::Launch {
+                kernel: kernel_name.to_string(),
+                message: format!("SPIR-V overrides apply to Vulkan devices; this is {}", self.inner.name),
+            });
+        }
+        lock(&self.inner.spirv_overrides).insert(kernel_name.to_string(), code);
         lock(&self.inner.cache).retain(|k, _| k.name != kernel_name);
         Ok(())
     }
@@ -535,6 +662,7 @@ impl Device {
                 let here = match (&h.storage, &self.inner.backend) {
                     (Storage::Cpu(_), Backend::Cpu(_)) => true,
                     (Storage::Cuda(b), Backend::Cuda(d)) => b.ordinal == d.props.ordinal,
+                    (Storage::Vulkan(b), Backend::Vulkan(d)) => d.owns(b),
                     _ => false,
                 };
                 if !here {
@@ -584,12 +712,24 @@ impl Device {
                     .collect();
                 d.launch(k, grid, &bound)
             }
+            (Exec::Vulkan(k), Backend::Vulkan(d)) => {
+                let bound: Vec<vulkan::Bound> = args
+                    .iter()
+                    .map(|a| match a {
+                        Arg::Array(ArrayHandle { storage: Storage::Vulkan(b) }) => vulkan::Bound::Array(b),
+                        Arg::Array(_) => unreachable!("checked: arrays live on this device"),
+                        Arg::Scalar(_, bits) => vulkan::Bound::Scalar(*bits),
+                    })
+                    .collect();
+                d.launch(k, grid, &bound)
+            }
             _ => unreachable!("a device only holds kernels it compiled"),
         }
     }
 }
 
-/// `Unavailable` errors of `Device::cuda` name `cuda:N`; keep the name the user gave.
+/// `Unavailable` errors of `Device::cuda` and `Device::vulkan` name `cuda:N` / `vulkan:N`; keep the
+/// name the user gave.
 fn rename_unavailable(e: Error, name: &str) -> Error {
     match e {
         Error::Unavailable { reason, .. } => Error::Unavailable { backend: name.to_string(), reason },
@@ -692,6 +832,7 @@ pub struct ArrayHandle {
 enum Storage {
     Cpu(Arc<Buffer>),
     Cuda(Arc<cuda::CudaBuffer>),
+    Vulkan(Arc<vulkan::VulkanBuffer>),
 }
 
 impl ArrayHandle {
@@ -700,6 +841,7 @@ impl ArrayHandle {
         match &self.storage {
             Storage::Cpu(b) => b.dtype,
             Storage::Cuda(b) => b.dtype,
+            Storage::Vulkan(b) => b.dtype,
         }
     }
 
@@ -708,6 +850,7 @@ impl ArrayHandle {
         match &self.storage {
             Storage::Cpu(b) => b.len(),
             Storage::Cuda(b) => b.len,
+            Storage::Vulkan(b) => b.len,
         }
     }
 
@@ -716,11 +859,12 @@ impl ArrayHandle {
         self.len() == 0
     }
 
-    /// Where the array lives: `cpu` (any emulator device) or `cuda:N`.
+    /// Where the array lives: `cpu` (any emulator device), `cuda:N` or `vulkan:N`.
     pub fn device(&self) -> String {
         match &self.storage {
             Storage::Cpu(_) => "cpu".into(),
             Storage::Cuda(b) => format!("cuda:{}", b.ordinal),
+            Storage::Vulkan(b) => format!("vulkan:{}", b.ordinal()),
         }
     }
 
@@ -728,7 +872,7 @@ impl ArrayHandle {
     pub fn cpu_buffer(&self) -> Option<&Arc<Buffer>> {
         match &self.storage {
             Storage::Cpu(b) => Some(b),
-            Storage::Cuda(_) => None,
+            _ => None,
         }
     }
 }
@@ -746,6 +890,7 @@ impl<T: Scalar> DeviceArray<T> {
         match &self.handle.storage {
             Storage::Cpu(b) => Ok(b.to_bits().into_iter().map(T::from_bits).collect()),
             Storage::Cuda(b) => Ok(decode(&b.read().map_err(|e| e.into_error("<host copy>"))?)),
+            Storage::Vulkan(b) => Ok(decode(&b.read().map_err(|e| e.into_error("<host copy>"))?)),
         }
     }
 
@@ -760,6 +905,7 @@ impl<T: Scalar> DeviceArray<T> {
         match &self.handle.storage {
             Storage::Cpu(b) => b.write_bits(&data.iter().map(|x| x.to_bits()).collect::<Vec<_>>()),
             Storage::Cuda(b) => b.write(&encode(data)).map_err(|e| e.into_error("<host copy>"))?,
+            Storage::Vulkan(b) => b.write(&encode(data)).map_err(|e| e.into_error("<host copy>"))?,
         }
         Ok(())
     }
