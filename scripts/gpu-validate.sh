@@ -11,7 +11,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 summary() { echo "$*" | tee -a "$OUT/summary.txt"; }
-# ONLY="sass latency" runs just those sections (conformance, latency, tests, sass); default: all.
+# ONLY="sass latency" runs just those sections (conformance, vulkan, latency, tests, sass); default: all.
 want() { [[ -z "${ONLY:-}" || " $ONLY " == *" $1 "* ]]; }
 : >"$OUT/summary.txt"
 
@@ -32,6 +32,19 @@ python3 "$HERE/scripts/compare_cases.py" "$OUT/cases-cpu.tsv" "$OUT/cases-cuda.t
 summary "compare: $(tail -n 1 "$OUT/compare.txt")"
 qd tour --backend cuda >"$OUT/tour-cuda.txt" 2>&1
 summary "tour cuda: exit $?, $(grep -c '' "$OUT/tour-cuda.txt") lines"
+fi
+
+# 1b. The same suite on the NVIDIA Vulkan driver (bundle with `gpu-bundle --vulkan`), compared with
+#     the emulator at the device's subgroup width (32 on NVIDIA).
+if want vulkan; then
+start=$SECONDS
+qd conformance --backend vulkan --seed "$SEED" --report "$OUT/cases-vulkan.tsv" >"$OUT/conformance-vulkan.txt" 2>&1
+summary "conformance vulkan (seed $SEED, $((SECONDS - start))s, exit $?): $(tail -n 1 "$OUT/conformance-vulkan.txt")"
+[[ -f "$OUT/cases-cpu.tsv" ]] || qd conformance --backend cpu:sg32 --seed "$SEED" --report "$OUT/cases-cpu.tsv" >/dev/null 2>&1
+python3 "$HERE/scripts/compare_cases.py" "$OUT/cases-cpu.tsv" "$OUT/cases-vulkan.tsv" >"$OUT/compare-vulkan.txt" 2>&1
+summary "compare vulkan: $(tail -n 1 "$OUT/compare-vulkan.txt")"
+qd tour --backend vulkan >"$OUT/tour-vulkan.txt" 2>&1
+summary "tour vulkan: exit $?, $(tail -n 1 "$OUT/tour-vulkan.txt")"
 fi
 
 # 2. First-launch latency of a small kernel: cold (no disk cache, no driver cache) and warm (a new
