@@ -1,6 +1,7 @@
 //! `qd emit`: target names (D10) and writing every built-in kernel for a target.
 
 use crate::{bench, conformance, tour};
+use qd::backend::spirv::{lower_kernel, SpirvCaps, SpirvTarget};
 use qd::backend::Target;
 use qd::prelude::{Device, Kernel};
 use std::collections::BTreeMap;
@@ -47,7 +48,7 @@ impl EmitTarget {
 
     /// Whether this build can emit the target.
     pub fn is_available(&self) -> bool {
-        matches!(self, EmitTarget::Ir | EmitTarget::Ptx { .. })
+        matches!(self, EmitTarget::Ir | EmitTarget::Ptx { .. } | EmitTarget::Spirv { .. })
     }
 }
 
@@ -152,13 +153,15 @@ pub struct EmitReport {
 pub fn emit_all(target: &EmitTarget, dir: &Path, log: &mut dyn Write) -> io::Result<EmitReport> {
     assert!(target.is_available(), "emit_all called for an unavailable target {target}");
     std::fs::create_dir_all(dir)?;
-    // The IR dump is traced for the default device, the 32-lane CPU emulator; PTX for CUDA.
+    // The IR dump is traced for the default device, the 32-lane CPU emulator; PTX for CUDA;
+    // SPIR-V for a Vulkan device with that subgroup width and lavapipe's features.
     let device = Device::cpu();
     let mut report = EmitReport::default();
     for kernel in builtin_kernels() {
         let text = match target {
-            EmitTarget::Ptx { arch } => ptx_of(&kernel, arch),
-            _ => device.trace(&kernel).map(|ir| qd::ir::print_kernel(&ir)).map_err(|e| e.to_string()),
+            EmitTarget::Ptx { arch } => ptx_of(&kernel, arch).map(String::into_bytes),
+            EmitTarget::Spirv { subgroup_size } => spirv_of(&kernel, *subgroup_size),
+            _ => device.trace(&kernel).map(|ir| qd::ir::print_kernel(&ir).into_bytes()).map_err(|e| e.to_string()),
         };
         match text {
             Ok(text) => {
@@ -173,6 +176,15 @@ pub fn emit_all(target: &EmitTarget, dir: &Path, log: &mut dyn Write) -> io::Res
         }
     }
     Ok(report)
+}
+
+/// The SPIR-V binary (little-endian words) of `kernel` for a Vulkan device with `subgroup_size`-lane
+/// subgroups and the features of lavapipe ([`SpirvCaps::lavapipe`]).
+fn spirv_of(kernel: &Kernel, subgroup_size: u32) -> Result<Vec<u8>, String> {
+    let target = SpirvTarget { subgroup_size, caps: SpirvCaps::lavapipe() };
+    let ir = kernel.trace(&target.trace_target()).map_err(|e| e.to_string())?;
+    let module = lower_kernel(&ir, &target).map_err(|e| e.to_string())?;
+    Ok(module.words.iter().flat_map(|w| w.to_le_bytes()).collect())
 }
 
 /// PTX text of `kernel` for `arch` (`sm_90`, `sm_90a`, `sm_80`, ...), traced for the CUDA target.
@@ -204,9 +216,10 @@ mod tests {
     }
 
     #[test]
-    fn ir_and_ptx_are_available() {
+    fn ir_ptx_and_spirv_are_available() {
         assert!(EmitTarget::Ir.is_available());
         assert!(EmitTarget::Ptx { arch: "sm_80".into() }.is_available());
+        assert!(EmitTarget::Spirv { subgroup_size: 8 }.is_available());
         assert!(!EmitTarget::Msl.is_available());
         assert_eq!(EmitTarget::Spirv { subgroup_size: 8 }.to_string(), "spirv:sg8");
     }

@@ -7,6 +7,7 @@
 
 pub mod cpu;
 pub mod ptx;
+pub mod spirv;
 
 use std::fmt;
 

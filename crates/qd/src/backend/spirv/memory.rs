@@ -1,0 +1,556 @@
+//! Loads, stores and atomics (D6) on device, shared and per-thread arrays.
+//!
+//! * Device arrays are storage buffers read through aliasing views of one binding
+//!   ([`View`]): natural-width unsigned elements for loads and stores, u32 words for atomics and
+//!   ordered accesses on 8/16-bit elements, f32 for a native `OpAtomicFAddEXT`.
+//! * Plain accesses are `OpLoad`/`OpStore`; volatile ones carry the `Volatile` memory-access mask;
+//!   ordered ones are `OpAtomicLoad`/`OpAtomicStore` with the IR's scope and acquire/release
+//!   semantics on uniform and workgroup memory (seq_cst is acquire-release in Vulkan).
+//! * Atomics are native where SPIR-V has the operation for the element (integer
+//!   add/min/max/and/or/xor/exchange on 32/64-bit elements, and/or/xor/exchange on narrow elements
+//!   held in 32-bit cells, f32 add with `float32_atomic_add`, exchange on floats through their
+//!   bits); everything else (mul, float min/max, f64 add, f16/bf16, narrow device elements) is a
+//!   compare-exchange loop on the bit pattern of the cell, or of the u32 word holding the element.
+//! * Per-thread arrays are private: an atomic is a load, the operation and a store.
+
+use super::lower::{cell_ty, Lower, View, SCOPE_DEVICE, SCOPE_SUBGROUP, SCOPE_WORKGROUP};
+use super::types::{reg_ty, Ty};
+use crate::ir::*;
+use crate::trace::TraceError;
+use rspirv::dr::Operand;
+use rspirv::spirv::{Capability, Decoration, MemoryAccess, MemorySemantics, Op, StorageClass, Word};
+
+/// The operation of a CAS loop or a per-thread read-modify-write.
+#[derive(Clone, Copy)]
+enum Rmw {
+    /// `old <op> value`.
+    Op(AtomicOp, Word),
+    /// `old == expected ? desired : old`.
+    Cas { expected: Word, desired: Word },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Load,
+    Store,
+    Rmw,
+}
+
+fn scope_of(s: Scope) -> u32 {
+    match s {
+        Scope::Subgroup => SCOPE_SUBGROUP,
+        Scope::Thread | Scope::Block => SCOPE_WORKGROUP,
+        Scope::Cluster | Scope::Device | Scope::System => SCOPE_DEVICE,
+    }
+}
+
+fn semantics(o: Ordering, role: Role) -> MemorySemantics {
+    use Ordering::*;
+    let base = match (o, role) {
+        (Relaxed, _) | (Acquire, Role::Store) | (Release, Role::Load) => MemorySemantics::empty(),
+        (Acquire, _) | (AcqRel | SeqCst, Role::Load) => MemorySemantics::ACQUIRE,
+        (Release, _) | (AcqRel | SeqCst, Role::Store) => MemorySemantics::RELEASE,
+        (AcqRel | SeqCst, Role::Rmw) => MemorySemantics::ACQUIRE_RELEASE,
+    };
+    if base.is_empty() {
+        base
+    } else {
+        base | MemorySemantics::UNIFORM_MEMORY | MemorySemantics::WORKGROUP_MEMORY
+    }
+}
+
+/// What a compare-exchange does when it fails: at most the acquire half.
+fn unequal_semantics(o: Ordering) -> MemorySemantics {
+    semantics(o, Role::Load)
+}
+
+impl Lower<'_> {
+    /// The storage buffer of array parameter `i` seen as `view` (declared on first use).
+    fn view_var(&mut self, i: u32, view: View) -> Word {
+        if let Some(v) = self.views.get(&(i, view)) {
+            return *v;
+        }
+        let d = self.k.params[i as usize].dtype();
+        let elem = match view {
+            View::Natural => cell_ty(AddressSpace::Global, d),
+            View::Word32 => Ty::U32,
+            View::F32 => Ty::F32,
+        };
+        let s = self.m.buffer_struct(elem);
+        let ptr = self.m.pointer(StorageClass::StorageBuffer, s);
+        let var = self.m.global_var(ptr, StorageClass::StorageBuffer);
+        let binding = self.bindings[i as usize].expect("an array parameter");
+        self.m.decorate(var, Decoration::DescriptorSet, &[0]);
+        self.m.decorate(var, Decoration::Binding, &[binding]);
+        // Plain accesses must observe other workgroups' writes after a fence or an acquire (D6).
+        self.m.decorate(var, Decoration::Coherent, &[]);
+        self.views.insert((i, view), var);
+        var
+    }
+
+    /// A pointer to element `index` of `array` (through `view` for device arrays), and its type.
+    fn elem_ptr(&mut self, array: ArrayRef, index: Word, view: View) -> (Word, Ty) {
+        let d = self.k.array_dtype(array);
+        match array {
+            ArrayRef::Param(i) => {
+                let var = self.view_var(i, view);
+                let cell = match view {
+                    View::Natural => cell_ty(AddressSpace::Global, d),
+                    View::Word32 => Ty::U32,
+                    View::F32 => Ty::F32,
+                };
+                let ct = self.m.ty(cell);
+                let ptr = self.m.pointer(StorageClass::StorageBuffer, ct);
+                let zero = self.c32(0);
+                let p = self.op(
+                    Op::AccessChain,
+                    Some(ptr),
+                    vec![Operand::IdRef(var), Operand::IdRef(zero), Operand::IdRef(index)],
+                );
+                (p, cell)
+            }
+            ArrayRef::Shared(i) => {
+                let cell = cell_ty(AddressSpace::Shared, d);
+                let ct = self.m.ty(cell);
+                let ptr = self.m.pointer(StorageClass::Workgroup, ct);
+                let var = self.shared_vars[i as usize];
+                let p = self.op(Op::AccessChain, Some(ptr), vec![Operand::IdRef(var), Operand::IdRef(index)]);
+                (p, cell)
+            }
+            ArrayRef::Local(i) => {
+                let cell = cell_ty(AddressSpace::Local, d);
+                let ct = self.m.ty(cell);
+                let var = match self.local_vars[i as usize] {
+                    Some(v) => v,
+                    None => {
+                        let arr = self.m.array(ct, self.k.local_arrays[i as usize].len);
+                        let v = self.fn_var(arr);
+                        self.local_vars[i as usize] = Some(v);
+                        v
+                    }
+                };
+                let ptr = self.m.pointer(StorageClass::Function, ct);
+                let p = self.op(Op::AccessChain, Some(ptr), vec![Operand::IdRef(var), Operand::IdRef(index)]);
+                (p, cell)
+            }
+        }
+    }
+
+    /// The register of dtype `d` from a memory cell value.
+    fn cell_to_reg(&mut self, d: DType, cell: Ty, v: Word) -> Word {
+        match cell {
+            Ty::U8 | Ty::U16 => {
+                let x = self.op_t(Op::UConvert, Ty::U32, &[v]);
+                self.canonical(d, x)
+            }
+            Ty::U32 => match d {
+                DType::F32 => self.op_t(Op::Bitcast, Ty::F32, &[v]),
+                DType::I32 | DType::U32 => v,
+                _ => self.canonical(d, v),
+            },
+            Ty::U64 if d == DType::F64 => self.op_t(Op::Bitcast, Ty::F64, &[v]),
+            _ => v,
+        }
+    }
+
+    /// The bits of a register of dtype `d` (32 bits or less), zero-extended into a u32 (narrow
+    /// signed values keep their sign extension, which a cell or a word mask drops).
+    fn bits32(&mut self, d: DType, r: Word) -> Word {
+        match d {
+            DType::Bool => {
+                let (one, zero) = (self.c32(1), self.c32(0));
+                self.op_t(Op::Select, Ty::U32, &[r, one, zero])
+            }
+            DType::F32 => self.op_t(Op::Bitcast, Ty::U32, &[r]),
+            _ => r,
+        }
+    }
+
+    /// A memory cell value from a register of dtype `d`.
+    fn reg_to_cell(&mut self, d: DType, cell: Ty, r: Word) -> Word {
+        match cell {
+            Ty::U8 | Ty::U16 => {
+                let b = self.bits32(d, r);
+                self.op_t(Op::UConvert, cell, &[b])
+            }
+            Ty::U32 => self.bits32(d, r),
+            Ty::U64 if d == DType::F64 => self.op_t(Op::Bitcast, Ty::U64, &[r]),
+            _ => r,
+        }
+    }
+
+    fn note_atomic(&mut self, cell: Ty) {
+        if cell == Ty::U64 {
+            self.m.capability(Capability::Int64Atomics);
+        }
+    }
+
+    fn atomic_load(&mut self, cell: Ty, ptr: Word, scope: u32, sem: MemorySemantics) -> Word {
+        self.note_atomic(cell);
+        let (s, m) = (self.scope(scope), self.c32(sem.bits()));
+        let ty = self.m.ty(cell);
+        self.op(Op::AtomicLoad, Some(ty), vec![Operand::IdRef(ptr), Operand::IdScope(s), Operand::IdMemorySemantics(m)])
+    }
+
+    /// The u32 word holding a narrow element of device array `array`, and the element's bit offset.
+    fn word_of(&mut self, array: ArrayRef, index: ValueId) -> (Word, Word) {
+        let d = self.k.array_dtype(array);
+        let (idx, it) = (self.v(index), reg_ty(self.d(index)));
+        let per_word_log2 = if d.bits() == 16 { 1 } else { 2 };
+        let k = self.cst(it, per_word_log2);
+        let w = self.op_t(Op::ShiftRightLogical, it, &[idx, k]);
+        let (ptr, _) = self.elem_ptr(array, w, View::Word32);
+        let low = self.cst(it, (1 << per_word_log2) - 1);
+        let sub = self.op_t(Op::BitwiseAnd, it, &[idx, low]);
+        let sub = if it == Ty::U64 { self.op_t(Op::UConvert, Ty::U32, &[sub]) } else { sub };
+        let bits_log2 = self.c32(if d.bits() == 16 { 4 } else { 3 });
+        let shift = self.op_t(Op::ShiftLeftLogical, Ty::U32, &[sub, bits_log2]);
+        (ptr, shift)
+    }
+
+    /// The element of dtype `d` at bit offset `shift` of word `w`.
+    fn extract(&mut self, d: DType, w: Word, shift: Word) -> Word {
+        let x = self.op_t(Op::ShiftRightLogical, Ty::U32, &[w, shift]);
+        let m = self.c32(if d.bits() == 16 { 0xFFFF } else { 0xFF });
+        let x = self.op_t(Op::BitwiseAnd, Ty::U32, &[x, m]);
+        self.canonical(d, x)
+    }
+
+    pub(super) fn load_inst(
+        &mut self,
+        inst: &Inst,
+        dst: ValueId,
+        place: &Place,
+        kind: LoadKind,
+    ) -> Result<(), TraceError> {
+        let _ = inst;
+        let d = self.d(dst);
+        let space = self.k.array_space(place.array);
+        let r = match kind {
+            LoadKind::Ordered(o, s) if space != AddressSpace::Local => {
+                let cell = cell_ty(space, d);
+                if matches!(cell, Ty::U8 | Ty::U16) {
+                    let (ptr, shift) = self.word_of(place.array, place.index);
+                    let w = self.atomic_load(Ty::U32, ptr, scope_of(s), semantics(o, Role::Load));
+                    self.extract(d, w, shift)
+                } else {
+                    let idx = self.v(place.index);
+                    let (ptr, cell) = self.elem_ptr(place.array, idx, View::Natural);
+                    let c = self.atomic_load(cell, ptr, scope_of(s), semantics(o, Role::Load));
+                    self.cell_to_reg(d, cell, c)
+                }
+            }
+            _ => {
+                let idx = self.v(place.index);
+                let (ptr, cell) = self.elem_ptr(place.array, idx, View::Natural);
+                let ty = self.m.ty(cell);
+                let mut ops = vec![Operand::IdRef(ptr)];
+                if kind == LoadKind::Volatile && space != AddressSpace::Local {
+                    ops.push(Operand::MemoryAccess(MemoryAccess::VOLATILE));
+                }
+                let c = self.op(Op::Load, Some(ty), ops);
+                self.cell_to_reg(d, cell, c)
+            }
+        };
+        self.set(dst, r);
+        Ok(())
+    }
+
+    pub(super) fn store_inst(
+        &mut self,
+        inst: &Inst,
+        place: &Place,
+        value: ValueId,
+        kind: StoreKind,
+    ) -> Result<(), TraceError> {
+        let d = self.d(value);
+        let space = self.k.array_space(place.array);
+        let v = self.v(value);
+        match kind {
+            StoreKind::Ordered(o, s) if space != AddressSpace::Local => {
+                let cell = cell_ty(space, d);
+                if matches!(cell, Ty::U8 | Ty::U16) {
+                    // No atomic store narrower than 32 bits: exchange the element inside its word.
+                    self.word_loop(inst, place, Rmw::Op(AtomicOp::Exchange, v), o, s)?;
+                } else {
+                    let idx = self.v(place.index);
+                    let (ptr, cell) = self.elem_ptr(place.array, idx, View::Natural);
+                    let c = self.reg_to_cell(d, cell, v);
+                    self.note_atomic(cell);
+                    let (sc, m) = (self.scope(scope_of(s)), self.c32(semantics(o, Role::Store).bits()));
+                    self.op(
+                        Op::AtomicStore,
+                        None,
+                        vec![
+                            Operand::IdRef(ptr),
+                            Operand::IdScope(sc),
+                            Operand::IdMemorySemantics(m),
+                            Operand::IdRef(c),
+                        ],
+                    );
+                }
+            }
+            _ => {
+                let idx = self.v(place.index);
+                let (ptr, cell) = self.elem_ptr(place.array, idx, View::Natural);
+                let c = self.reg_to_cell(d, cell, v);
+                let mut ops = vec![Operand::IdRef(ptr), Operand::IdRef(c)];
+                if kind == StoreKind::Volatile && space != AddressSpace::Local {
+                    ops.push(Operand::MemoryAccess(MemoryAccess::VOLATILE));
+                }
+                self.op(Op::Store, None, ops);
+            }
+        }
+        Ok(())
+    }
+
+    /// `new` from `old` (registers of dtype `t`).
+    fn rmw_compute(&mut self, inst: &Inst, t: DType, rmw: Rmw, old: Word) -> Result<Word, TraceError> {
+        match rmw {
+            Rmw::Op(AtomicOp::Exchange, v) => Ok(v),
+            Rmw::Op(op, v) => {
+                let b = match op {
+                    AtomicOp::Add => BinOp::Add,
+                    AtomicOp::Mul => BinOp::Mul,
+                    AtomicOp::Min => BinOp::Min,
+                    AtomicOp::Max => BinOp::Max,
+                    AtomicOp::And => BinOp::And,
+                    AtomicOp::Or => BinOp::Or,
+                    AtomicOp::Xor => BinOp::Xor,
+                    AtomicOp::Exchange => unreachable!("handled above"),
+                };
+                self.binary_ids(inst, t, b, old, v)
+            }
+            Rmw::Cas { expected, desired } => {
+                let eq = self.compare(t, CmpOp::Eq, old, expected);
+                Ok(self.op_t(Op::Select, reg_ty(t), &[eq, desired, old]))
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn atomic(
+        &mut self,
+        inst: &Inst,
+        dst: Option<ValueId>,
+        place: &Place,
+        op: AtomicOp,
+        value: ValueId,
+        ordering: Ordering,
+        scope: Scope,
+    ) -> Result<(), TraceError> {
+        let t = self.k.array_dtype(place.array);
+        let space = self.k.array_space(place.array);
+        let v = self.v(value);
+        let rmw = Rmw::Op(op, v);
+        let old = if space == AddressSpace::Local {
+            self.private_rmw(inst, place, t, rmw)?
+        } else {
+            let cell = cell_ty(space, t);
+            let sem = semantics(ordering, Role::Rmw);
+            let native_int = match (t, op) {
+                (DType::I32 | DType::U32 | DType::I64 | DType::U64, AtomicOp::Mul) => None,
+                (DType::I32 | DType::U32 | DType::I64 | DType::U64, _) => Some(op),
+                (_, AtomicOp::And | AtomicOp::Or | AtomicOp::Xor | AtomicOp::Exchange)
+                    if t.is_int() && cell == Ty::U32 =>
+                {
+                    Some(op)
+                }
+                (_, AtomicOp::Exchange) if t.is_float() && cell != Ty::U16 => Some(op),
+                _ => None,
+            };
+            if t == DType::F32
+                && op == AtomicOp::Add
+                && space == AddressSpace::Global
+                && self.target.caps.float32_atomic_add
+            {
+                self.m.capability(Capability::AtomicFloat32AddEXT);
+                self.m.extension("SPV_EXT_shader_atomic_float_add");
+                let idx = self.v(place.index);
+                let (ptr, _) = self.elem_ptr(place.array, idx, View::F32);
+                let (s, m) = (self.scope(scope_of(scope)), self.c32(sem.bits()));
+                let ft = self.m.ty(Ty::F32);
+                self.op(
+                    Op::AtomicFAddEXT,
+                    Some(ft),
+                    vec![Operand::IdRef(ptr), Operand::IdScope(s), Operand::IdMemorySemantics(m), Operand::IdRef(v)],
+                )
+            } else if let Some(op) = native_int {
+                let idx = self.v(place.index);
+                let (ptr, cell) = self.elem_ptr(place.array, idx, View::Natural);
+                let signed = t.is_signed_int();
+                let o = match op {
+                    AtomicOp::Add => Op::AtomicIAdd,
+                    AtomicOp::Min if signed => Op::AtomicSMin,
+                    AtomicOp::Min => Op::AtomicUMin,
+                    AtomicOp::Max if signed => Op::AtomicSMax,
+                    AtomicOp::Max => Op::AtomicUMax,
+                    AtomicOp::And => Op::AtomicAnd,
+                    AtomicOp::Or => Op::AtomicOr,
+                    AtomicOp::Xor => Op::AtomicXor,
+                    AtomicOp::Exchange => Op::AtomicExchange,
+                    AtomicOp::Mul => unreachable!("a CAS loop"),
+                };
+                self.note_atomic(cell);
+                let c = self.reg_to_cell(t, cell, v);
+                let (s, m) = (self.scope(scope_of(scope)), self.c32(sem.bits()));
+                let ty = self.m.ty(cell);
+                let r = self.op(
+                    o,
+                    Some(ty),
+                    vec![Operand::IdRef(ptr), Operand::IdScope(s), Operand::IdMemorySemantics(m), Operand::IdRef(c)],
+                );
+                self.cell_to_reg(t, cell, r)
+            } else if matches!(cell, Ty::U8 | Ty::U16) {
+                self.word_loop(inst, place, rmw, ordering, scope)?
+            } else {
+                self.cell_loop(inst, place, t, rmw, ordering, scope)?
+            }
+        };
+        if let Some(d) = dst {
+            self.set(d, old);
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn cas(
+        &mut self,
+        inst: &Inst,
+        dst: ValueId,
+        place: &Place,
+        expected: ValueId,
+        desired: ValueId,
+        ordering: Ordering,
+        scope: Scope,
+    ) -> Result<(), TraceError> {
+        let t = self.k.array_dtype(place.array);
+        let space = self.k.array_space(place.array);
+        let rmw = Rmw::Cas { expected: self.v(expected), desired: self.v(desired) };
+        let old = if space == AddressSpace::Local {
+            self.private_rmw(inst, place, t, rmw)?
+        } else if matches!(cell_ty(space, t), Ty::U8 | Ty::U16) {
+            self.word_loop(inst, place, rmw, ordering, scope)?
+        } else {
+            let idx = self.v(place.index);
+            let (ptr, cell) = self.elem_ptr(place.array, idx, View::Natural);
+            let (e, n) = (self.v(expected), self.v(desired));
+            let (e, n) = (self.reg_to_cell(t, cell, e), self.reg_to_cell(t, cell, n));
+            let r = self.compare_exchange(cell, ptr, scope_of(scope), ordering, n, e);
+            self.cell_to_reg(t, cell, r)
+        };
+        self.set(dst, old);
+        Ok(())
+    }
+
+    /// `OpAtomicCompareExchange`: stores `new` if the cell holds `cmp`; returns what it held.
+    fn compare_exchange(&mut self, cell: Ty, ptr: Word, scope: u32, o: Ordering, new: Word, cmp: Word) -> Word {
+        self.note_atomic(cell);
+        let s = self.scope(scope);
+        let eq = self.c32(semantics(o, Role::Rmw).bits());
+        let ne = self.c32(unequal_semantics(o).bits());
+        let ty = self.m.ty(cell);
+        self.op(
+            Op::AtomicCompareExchange,
+            Some(ty),
+            vec![
+                Operand::IdRef(ptr),
+                Operand::IdScope(s),
+                Operand::IdMemorySemantics(eq),
+                Operand::IdMemorySemantics(ne),
+                Operand::IdRef(new),
+                Operand::IdRef(cmp),
+            ],
+        )
+    }
+
+    /// A private read-modify-write: load, compute, store.
+    fn private_rmw(&mut self, inst: &Inst, place: &Place, t: DType, rmw: Rmw) -> Result<Word, TraceError> {
+        let idx = self.v(place.index);
+        let (ptr, cell) = self.elem_ptr(place.array, idx, View::Natural);
+        let c = self.load(cell, ptr);
+        let old = self.cell_to_reg(t, cell, c);
+        let new = self.rmw_compute(inst, t, rmw, old)?;
+        let nc = self.reg_to_cell(t, cell, new);
+        self.store(ptr, nc);
+        Ok(old)
+    }
+
+    /// A compare-exchange loop on a u32/u64 memory word: `body(word)` gives `(old value, new word)`;
+    /// returns the old value of the iteration that succeeded.
+    ///
+    /// ```text
+    ///         var = atomic_load(ptr)            ; relaxed
+    /// header: OpLoopMerge merge cont ; branch body
+    /// body:   w = var ; (old, nw) = body(w) ; seen = cmpxchg(ptr, nw, w) ; var = seen ; branch cont
+    /// cont:   branch (seen == w) ? merge : header
+    /// ```
+    fn cas_loop_on(
+        &mut self,
+        word: Ty,
+        ptr: Word,
+        scope: u32,
+        o: Ordering,
+        mut body: impl FnMut(&mut Self, Word) -> Result<(Word, Word), TraceError>,
+    ) -> Result<Word, TraceError> {
+        let wt = self.m.ty(word);
+        let var = self.fn_var(wt);
+        let init = self.atomic_load(word, ptr, scope, MemorySemantics::empty());
+        self.store(var, init);
+        let (header, body_l, cont, merge) = (self.m.id(), self.m.id(), self.m.id(), self.m.id());
+        self.branch(header);
+        self.begin(header);
+        self.loop_merge(merge, cont);
+        self.branch(body_l);
+        self.begin(body_l);
+        let w = self.load(word, var);
+        let (old, nw) = body(self, w)?;
+        let seen = self.compare_exchange(word, ptr, scope, o, nw, w);
+        self.store(var, seen);
+        let done = self.op_t(Op::IEqual, Ty::Bool, &[seen, w]);
+        self.branch(cont);
+        self.begin(cont);
+        self.branch_cond(done, merge, header);
+        self.begin(merge);
+        Ok(old)
+    }
+
+    /// A CAS loop on the element's own 32/64-bit cell, on its bit pattern.
+    fn cell_loop(
+        &mut self,
+        inst: &Inst,
+        place: &Place,
+        t: DType,
+        rmw: Rmw,
+        o: Ordering,
+        s: Scope,
+    ) -> Result<Word, TraceError> {
+        let idx = self.v(place.index);
+        let (ptr, cell) = self.elem_ptr(place.array, idx, View::Natural);
+        self.cas_loop_on(cell, ptr, scope_of(s), o, |l, w| {
+            let old = l.cell_to_reg(t, cell, w);
+            let new = l.rmw_compute(inst, t, rmw, old)?;
+            let nw = l.reg_to_cell(t, cell, new);
+            Ok((old, nw))
+        })
+    }
+
+    /// A CAS loop on the u32 word of a device array holding an 8- or 16-bit element.
+    fn word_loop(&mut self, inst: &Inst, place: &Place, rmw: Rmw, o: Ordering, s: Scope) -> Result<Word, TraceError> {
+        let t = self.k.array_dtype(place.array);
+        let (ptr, shift) = self.word_of(place.array, place.index);
+        let wm = self.c32(if t.bits() == 16 { 0xFFFF } else { 0xFF });
+        let mask = self.op_t(Op::ShiftLeftLogical, Ty::U32, &[wm, shift]);
+        let keep = self.op_t(Op::Not, Ty::U32, &[mask]);
+        self.cas_loop_on(Ty::U32, ptr, scope_of(s), o, |l, w| {
+            let old = l.extract(t, w, shift);
+            let new = l.rmw_compute(inst, t, rmw, old)?;
+            let bits = l.bits32(t, new);
+            let bits = l.op_t(Op::BitwiseAnd, Ty::U32, &[bits, wm]);
+            let placed = l.op_t(Op::ShiftLeftLogical, Ty::U32, &[bits, shift]);
+            let rest = l.op_t(Op::BitwiseAnd, Ty::U32, &[w, keep]);
+            let nw = l.op_t(Op::BitwiseOr, Ty::U32, &[rest, placed]);
+            Ok((old, nw))
+        })
+    }
+}

@@ -1,0 +1,24 @@
+//! The Vulkan backend's code generator: SPIR-V 1.3 (Vulkan 1.1 environment) built with `rspirv`.
+//!
+//! Same inner shape as the other backends:
+//!
+//! * [`caps`]: [`SpirvCaps`] (what the device offers) and [`SpirvTarget`]; the up-front check that
+//!   rejects what this backend cannot express, naming the op and "vulkan".
+//! * [`types`](self): the module under construction: ids, capabilities, deduplicated types and
+//!   constants, and which SPIR-V type holds each IR dtype.
+//! * [`lower`]: whole kernels ([`lower_kernel`]): the ABI ([`ParamAbi`]), structured control flow,
+//!   locals, special registers, subgroup operations, barriers and fences.
+//! * `arith`: D5 arithmetic, casts, f16/bf16 conversions.
+//! * `memory`: loads, stores and atomics (D6), with CAS loops where SPIR-V has no native form.
+//!
+//! The runtime (`crate::runtime`) calls [`lower_kernel`] on a kernel traced for
+//! [`Target::vulkan`](crate::backend::Target::vulkan) and binds what [`SpirvModule`] describes.
+
+mod arith;
+pub mod caps;
+pub mod lower;
+mod memory;
+mod types;
+
+pub use caps::{SpirvCaps, SpirvTarget};
+pub use lower::{lower_kernel, ParamAbi, SpirvModule};
