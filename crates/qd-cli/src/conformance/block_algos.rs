@@ -122,8 +122,19 @@ fn case<T: HostNum>(d: &Device, rng: &mut Rng, algo: Algo, op: Op, subgroups: u3
 }
 
 fn radix_rank_case(d: &Device, rng: &mut Rng, bit_start: u32, num_bits: u32) -> CaseResult {
-    if 256 % d.subgroup_size() != 0 {
+    let sg = d.subgroup_size();
+    if !256u32.is_multiple_of(sg) {
         return Ok(Outcome::Skip("needs a subgroup width dividing 256".into()));
+    }
+    // Per-subgroup offsets and match masks for 256 digits, plus bins and prefixes and a scan slot.
+    let mask_bytes = if sg == 64 { 8 } else { 4 };
+    let needed = (256 / sg) * 256 * (4 + mask_bytes) + 2 * 256 * 4 + 64;
+    let limit = d.target().caps.max_shared_bytes;
+    if needed > limit {
+        return Ok(Outcome::Skip(format!(
+            "needs about {needed} bytes of shared memory with {sg}-lane subgroups; {} allows {limit}",
+            d.name()
+        )));
     }
     let k = Kernel::range(&format!("block_radix_rank_{bit_start}_{num_bits}"), 256, move |k| {
         let keys = k.array::<u32>("keys");
