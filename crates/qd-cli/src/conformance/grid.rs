@@ -45,10 +45,20 @@ pub fn lookback_scan() -> Kernel {
                 || p.get().ge(0),
                 || {
                     let q = p.get();
-                    while_(|| volatile_load(flags.at(q)).eq(INVALID), || {});
+                    // Spin until the predecessor published something, keeping the flag seen: the
+                    // data is read only after the fence that follows this observation (re-reading the
+                    // flag after the fence would let the data read overtake it).
+                    let seen = var(INVALID);
+                    while_(
+                        || {
+                            seen.set(volatile_load(flags.at(q)));
+                            seen.get().eq(INVALID)
+                        },
+                        || {},
+                    );
                     grid::mem_fence();
                     if_else(
-                        volatile_load(flags.at(q)).eq(PREFIX),
+                        seen.get().eq(PREFIX),
                         || {
                             prefix.set(prefix.get() + volatile_load(prefixes.at(q)));
                             p.set(-1);
