@@ -336,6 +336,9 @@ fn info_names_the_device() {
         }
         assert_eq!(info.max_shared_bytes, 32 * 1024, "{text}");
         assert!(info.notes[0].starts_with("measured"), "{text}");
+        // Mesa's LP_MAX_TGSI_LOOP_ITERATIONS: every loop of an invocation ends after 65535 in all.
+        assert_eq!(info.loop_iteration_limit, Some(65535), "{text}");
+        assert!(text.contains("loops end after 65535 iterations"), "{text}");
     }
     eprintln!("{text}");
 }
@@ -369,15 +372,11 @@ fn lowered_kernel_runs() {
     let n = 1000;
     let x = d.array_from(&(0..n).map(|i| i as f32).collect::<Vec<_>>()).unwrap();
     let y = d.array_from(&vec![1.0f32; n]).unwrap();
-    match d.launch(&k, &[x.arg(), y.arg(), Arg::scalar(2.0f32)]) {
-        Ok(()) => {}
-        // Until the lowering lands in crate::backend::spirv, the runtime's stand-in says so.
-        Err(QdError::Trace(e)) if e.message.contains("no SPIR-V lowering yet") => {
-            eprintln!("skipped: {e}");
-            return;
-        }
-        Err(e) => panic!("{e}"),
-    }
+    d.launch(&k, &[x.arg(), y.arg(), Arg::scalar(2.0f32)]).unwrap();
+    let compiled = d.compile(&k).unwrap();
+    let code = compiled.spirv().unwrap();
+    assert_eq!((code.entry.as_str(), code.workgroup_size), ("vk_lowered_saxpy", 64));
+    assert_eq!(code.words[0], 0x0723_0203);
     let want: Vec<f32> = (0..n).map(|i| 2.0 * i as f32 + 1.0).collect();
     assert_eq!(y.to_vec().unwrap(), want);
 }

@@ -163,8 +163,13 @@ pub struct DeviceInfo {
     /// Vulkan only: the driver's name and version (`llvmpipe Mesa 22.3.6 (LLVM 15.0.6)`).
     pub driver: Option<String>,
     /// Vulkan only: how the subgroup size was found (`measured`, or why the driver's property is
-    /// trusted), and the optional features enabled.
+    /// trusted), the device type, the optional features enabled, the loop limit.
     pub notes: Vec<String>,
+    /// The loop iterations after which the device silently ends a kernel's loops, when it does:
+    /// lavapipe (Mesa 22.3) ends every loop of an invocation after 65535 iterations in all, so a
+    /// spin-wait on another block may give up instead of waiting. Measured when a Vulkan device is
+    /// opened (`None`: no limit up to 2^20 iterations); `None` on the CPU emulator and CUDA.
+    pub loop_iteration_limit: Option<u64>,
     /// Compute capability (major, minor), CUDA only.
     pub compute_capability: Option<(u32, u32)>,
     /// CUDA version the driver supports (major, minor) from `cuDriverGetVersion`, CUDA only.
@@ -433,6 +438,7 @@ impl Device {
                 api_version: None,
                 driver: None,
                 notes: Vec::new(),
+                loop_iteration_limit: None,
                 compute_capability: None,
                 driver_version: None,
                 multiprocessors: None,
@@ -448,6 +454,7 @@ impl Device {
                 api_version: None,
                 driver: None,
                 notes: Vec::new(),
+                loop_iteration_limit: None,
                 compute_capability: Some(d.props.cc),
                 driver_version: Some((d.props.driver_version / 1000, d.props.driver_version % 1000 / 10)),
                 multiprocessors: Some(d.props.sm_count),
@@ -464,6 +471,7 @@ impl Device {
                 if !features.is_empty() {
                     notes.push(features.join(", "));
                 }
+                notes.extend(d.loop_note());
                 DeviceInfo {
                     name: self.inner.name.clone(),
                     backend: BackendKind::Vulkan,
@@ -471,6 +479,7 @@ impl Device {
                     api_version: Some(p.api()),
                     driver: Some(p.driver.clone()),
                     notes,
+                    loop_iteration_limit: d.loop_iteration_limit(),
                     compute_capability: None,
                     driver_version: None,
                     multiprocessors: None,

@@ -29,16 +29,11 @@
 
 mod instance;
 mod probe;
-mod standin;
-
-// The SPIR-V lowering. Until `crate::backend::spirv` lands this is a stand-in with its interface
-// whose `lower_kernel` is a clear error; switching is this one line: `use crate::backend::spirv;`
-use self::standin::{self as spirv, VulkanTarget as _};
 
 pub(crate) use instance::device_count;
 
 use super::{lock, CompileStats, Error, Result};
-use crate::backend::Target;
+use crate::backend::{spirv, Target};
 use crate::ir::{self, DType, Param};
 use crate::trace::TraceError;
 use ash::vk;
@@ -87,11 +82,9 @@ pub enum SpirvParam {
     },
 }
 
-/// Lowers `kernel` to SPIR-V for a device with `features`, tracing width `subgroup_size`.
+/// Lowers `kernel` (traced for `dev`) to SPIR-V for `dev`: its subgroup width and features.
 pub(crate) fn lower(kernel: &ir::Kernel, dev: &VulkanDevice) -> std::result::Result<SpirvCode, TraceError> {
-    let target =
-        spirv::SpirvTarget { subgroup_size: dev.subgroup().size, caps: dev.core.features.spirv_caps(&dev.core) };
-    let m = spirv::lower_kernel(kernel, &target)?;
+    let m = spirv::lower_kernel(kernel, &dev.spirv_target())?;
     Ok(SpirvCode {
         words: m.words,
         entry: m.entry,
@@ -284,6 +277,8 @@ struct Core {
     queue_family: u32,
     pipeline_cache: vk::PipelineCache,
     subgroup: OnceLock<SubgroupChoice>,
+    /// What the loop probe found: the iterations after which loops end, if they do.
+    loop_limit: OnceLock<std::result::Result<Option<u64>, String>>,
     submit: Mutex<Submit>,
 }
 
@@ -343,6 +338,7 @@ impl VulkanDevice {
         let core = Arc::new(Core::create(v, ordinal)?);
         let choice = probe::measure(&core);
         let _ = core.subgroup.set(choice);
+        let _ = core.loop_limit.set(probe::loop_limit(&core));
         open.retain(|(_, w)| w.strong_count() > 0);
         open.push((ordinal, Arc::downgrade(&core)));
         Ok(VulkanDevice { core })
@@ -358,6 +354,22 @@ impl VulkanDevice {
         self.core.subgroup()
     }
 
+    /// The loop iterations after which this device silently ends a kernel's loops (lavapipe 22.3:
+    /// 65535 for all the loops of an invocation together), as the probe measured at creation; `None`
+    /// when it found no limit (or could not tell: see [`loop_note`](Self::loop_note)).
+    pub(crate) fn loop_iteration_limit(&self) -> Option<u64> {
+        self.core.loop_limit.get().and_then(|r| r.clone().ok().flatten())
+    }
+
+    /// A line for `describe` about the loop probe, when it has something to say.
+    pub(crate) fn loop_note(&self) -> Option<String> {
+        match self.core.loop_limit.get()? {
+            Ok(Some(n)) => Some(format!("loops end after {n} iterations")),
+            Ok(None) => None,
+            Err(e) => Some(format!("loop limit not measured: {e}")),
+        }
+    }
+
     /// The enabled optional features, by name.
     pub(crate) fn feature_names(&self) -> Vec<&'static str> {
         self.core.features.names()
@@ -365,8 +377,12 @@ impl VulkanDevice {
 
     /// The target kernels are traced for.
     pub(crate) fn target(&self) -> Target {
-        let caps = self.core.features.spirv_caps(&self.core);
-        Target::vulkan(self.subgroup().size, &caps)
+        self.spirv_target().trace_target()
+    }
+
+    /// What the SPIR-V lowering targets on this device: the traced subgroup width and the features.
+    fn spirv_target(&self) -> spirv::SpirvTarget {
+        spirv::SpirvTarget { subgroup_size: self.subgroup().size, caps: self.core.features.spirv_caps(&self.core) }
     }
 
     /// Whether `b` lives on this device.
@@ -706,6 +722,7 @@ impl Core {
             queue_family,
             pipeline_cache: vk::PipelineCache::null(),
             subgroup: OnceLock::new(),
+            loop_limit: OnceLock::new(),
             submit: Mutex::new(Submit {
                 queue,
                 pool: vk::CommandPool::null(),
