@@ -107,6 +107,12 @@ impl Target {
         Target { backend: BackendKind::Cuda, subgroup_size: 32, caps }
     }
 
+    /// A Vulkan device with `subgroup_size` lanes and these SPIR-V capabilities (what kernels are
+    /// traced for on `vulkan:N`).
+    pub fn vulkan(subgroup_size: u32, caps: &spirv::SpirvCaps) -> Target {
+        spirv::SpirvTarget { subgroup_size, caps: caps.clone() }.trace_target()
+    }
+
     /// log2 of the subgroup width.
     pub fn log2_subgroup_size(&self) -> u32 {
         self.subgroup_size.trailing_zeros()

@@ -58,8 +58,7 @@ pub struct SpirvTarget {
 type Has = fn(&SpirvCaps) -> bool;
 
 impl SpirvTarget {
-    /// The [`Target`] to trace kernels for this device (what `Target::vulkan(subgroup_size, &caps)`
-    /// returns): no NVIDIA families, no `vote.all`/`redux` shortcuts, no fused barrier reduction
+    /// The [`Target`] to trace kernels for this device (what [`Target::vulkan`] returns): no NVIDIA families, no `vote.all`/`redux` shortcuts, no fused barrier reduction
     /// (the library emulates `sync_*_nonzero`), broadcast from a subgroup-uniform lane, f64 and
     /// 64-bit atomics and shared memory as the device has them.
     pub fn trace_target(&self) -> Target {

@@ -12,7 +12,7 @@
 //! * **Locals** (`let mut`, D2) are `Function` variables; shared arrays are `Workgroup` arrays and
 //!   per-thread arrays `Function` arrays, both of 32-bit cells for elements of 32 bits or less
 //!   (64-bit cells for 64-bit elements), so no 8/16-bit arithmetic capability is needed.
-//! * Arithmetic ([`super::arith`]), memory and atomics ([`super::memory`]) follow the emulator's
+//! * Arithmetic (`arith.rs`), memory and atomics (`memory.rs`) follow the emulator's
 //!   D5/D6 semantics; subgroup operations, barriers, fences and special registers are here.
 
 use super::caps::{check, SpirvTarget};
