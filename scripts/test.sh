@@ -135,6 +135,21 @@ ensure_tools() {
     ensure_vulkan
 }
 
+# Every built-in kernel's SPIR-V for a subgroup width, validated for Vulkan 1.1 (the cargo tests
+# validate a wider set of kernels the same way).
+validate_spirv() {
+    local sg="$1" dir="${CARGO_TARGET_DIR:-$ROOT/target}/spirv/sg$1"
+    rm -rf "$dir"
+    "$QD" emit --target "spirv:sg$sg" --out "$dir"
+    local n=0 f
+    for f in "$dir"/*.spv; do
+        "$SPIRV_VAL" --target-env vulkan1.1 "$f" || die "spirv-val rejected $f"
+        n=$((n + 1))
+    done
+    [[ $n -gt 0 ]] || die "qd emit wrote no SPIR-V for sg$sg"
+    echo "spirv-val accepted all $n modules for sg$sg"
+}
+
 conformance() {
     "$QD" conformance --backend "$1"
 }
@@ -178,6 +193,8 @@ stage "conformance vulkan" conformance_vulkan
 stage "tour" "$QD" tour
 stage "ptxas sm_80" assemble_ptx sm_80
 stage "ptxas sm_90" assemble_ptx sm_90
+stage "spirv-val sg8" validate_spirv 8
+stage "spirv-val sg32" validate_spirv 32
 
 echo
 echo "stage times:"

@@ -131,7 +131,10 @@ impl FromStr for EmitTarget {
 pub fn builtin_kernels() -> Vec<Kernel> {
     let mut by_name = BTreeMap::new();
     // The tour's kernels are conformance kernels too: same name, same body, so one copy is kept.
-    for k in tour::kernels().into_iter().chain(conformance::examples::kernels()).chain(bench::warp_kernels()) {
+    let grid = std::iter::once(conformance::grid::lookback_scan());
+    for k in
+        tour::kernels().into_iter().chain(conformance::examples::kernels()).chain(bench::warp_kernels()).chain(grid)
+    {
         by_name.entry(k.name().to_string()).or_insert(k);
     }
     by_name.into_values().collect()
