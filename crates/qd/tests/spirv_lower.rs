@@ -1,5 +1,5 @@
-//! Whole kernels lowered to SPIR-V for Vulkan (8- and 32-lane subgroups) and validated by
-//! `spirv-val --target-env vulkan1.1` (D9).
+//! Whole kernels lowered to SPIR-V for Vulkan (8- and 32-lane subgroups, the Vulkan and the
+//! GLSL450 memory model) and validated by `spirv-val --target-env vulkan1.1` (D9).
 
 use qd::backend::spirv::{lower_kernel, ParamAbi, SpirvCaps, SpirvModule, SpirvTarget};
 use qd::backend::{BackendKind, Target};
@@ -64,7 +64,17 @@ fn check(k: &Kernel) -> Vec<SpirvModule> {
     check_with(k, &SpirvCaps::lavapipe())
 }
 
+/// Lowers `k` for 8- and 32-lane subgroups with `caps` and validates each module; also without
+/// the Vulkan memory model (GLSL450) when `caps` has it. Returns the modules for `caps`.
 fn check_with(k: &Kernel, caps: &SpirvCaps) -> Vec<SpirvModule> {
+    if caps.vulkan_memory_model {
+        lower_and_validate(k, &SpirvCaps { vulkan_memory_model: false, ..caps.clone() });
+    }
+    lower_and_validate(k, caps)
+}
+
+fn lower_and_validate(k: &Kernel, caps: &SpirvCaps) -> Vec<SpirvModule> {
+    let model = if caps.vulkan_memory_model { "vulkan" } else { "glsl450" };
     let mut out = Vec::new();
     for sg in [8, 32] {
         let ir = k.trace(&vulkan(sg, caps)).unwrap_or_else(|e| panic!("{e}"));
@@ -74,7 +84,7 @@ fn check_with(k: &Kernel, caps: &SpirvCaps) -> Vec<SpirvModule> {
         assert_eq!(m.workgroup_size, k.block_dim());
         assert_eq!(m.params.len(), ir.params.len());
         assert_eq!(m.words, lower_kernel(&ir, &target).unwrap().words, "lowering is deterministic");
-        validate(&format!("{}_sg{sg}", k.name()), &m.words);
+        validate(&format!("{}_sg{sg}_{model}", k.name()), &m.words);
         out.push(m);
     }
     out
@@ -230,6 +240,8 @@ fn memory_kinds_shared_local_and_atomics_validate() {
         s.at(4).store_with(x, StoreKind::Ordered(Ordering::Relaxed, Scope::Subgroup));
         let y = u.at(5).load_with(LoadKind::Ordered(Ordering::Acquire, Scope::System));
         u.at(6).store_with(y, StoreKind::Ordered(Ordering::SeqCst, Scope::Device));
+        u.at(7).store_with(y, StoreKind::Volatile);
+        sd.at(7).store_with(volatile_load(sd.at(6)), StoreKind::Volatile);
         let old = atomic_add(a.at(3), 1);
         atomic_add(a.at(4), old);
         atomic_sub(u.at(0), 5u64);
@@ -315,6 +327,13 @@ fn narrow_and_half_atomics_validate() {
         let fl = flags.at(1).load_with(qd::ir::LoadKind::Ordered(qd::ir::Ordering::Acquire, qd::ir::Scope::Device));
         let v = x.cast::<i32>() + y.cast::<i32>() + z + w + fl.cast::<i32>();
         out.set(t, v + sb.get(0).cast::<i32>() + sg.get(0).cast::<i32>() + volatile_load(b.at(3)).cast::<i32>());
+        // Volatile stores: narrow device elements, bool, shared cells, 32-bit device elements.
+        let vol = qd::ir::StoreKind::Volatile;
+        b.at(4).store_with(-1i8, vol);
+        flags.at(2).store_with(true, vol);
+        sb.at(5).store_with(3u8, vol);
+        out.at(0).store_with(v, vol);
+        f.at(5).store_with(F16::from_f32(1.0), vol);
     }));
 }
 
@@ -618,4 +637,141 @@ fn line_of(needle: &str) -> u32 {
     let src = include_str!("spirv_lower.rs");
     let at = src.lines().position(|l| l.contains(needle) && !l.contains("line_of("));
     at.map(|i| i as u32 + 1).unwrap_or_else(|| panic!("no line holds {needle:?}"))
+}
+
+/// One instruction of a lowered module, with its id operands resolved to constants where they
+/// name one (scopes and memory semantics are constant ids).
+#[derive(Debug)]
+struct Seen {
+    op: rspirv::spirv::Op,
+    operands: Vec<rspirv::dr::Operand>,
+    consts: Vec<Option<u32>>,
+}
+
+/// The module's memory model and the instructions of its function.
+fn disassemble(words: &[u32]) -> (rspirv::spirv::MemoryModel, Vec<Seen>, rspirv::dr::Module) {
+    use rspirv::dr::Operand;
+    let m = rspirv::dr::load_words(words).expect("a parsable module");
+    let mut consts = std::collections::HashMap::new();
+    for i in &m.types_global_values {
+        if let (rspirv::spirv::Op::Constant, Some(id), Some(Operand::LiteralBit32(v))) =
+            (i.class.opcode, i.result_id, i.operands.first())
+        {
+            consts.insert(id, *v);
+        }
+    }
+    let model = match m.memory_model.as_ref().map(|i| &i.operands[1]) {
+        Some(Operand::MemoryModel(model)) => *model,
+        other => panic!("no memory model: {other:?}"),
+    };
+    let seen = m.functions[0]
+        .blocks
+        .iter()
+        .flat_map(|b| &b.instructions)
+        .map(|i| Seen {
+            op: i.class.opcode,
+            operands: i.operands.clone(),
+            consts: i
+                .operands
+                .iter()
+                .map(|o| match o {
+                    Operand::IdRef(id) | Operand::IdScope(id) | Operand::IdMemorySemantics(id) => {
+                        consts.get(id).copied()
+                    }
+                    _ => None,
+                })
+                .collect(),
+        })
+        .collect();
+    (model, seen, m)
+}
+
+/// The memory-access mask of an `OpLoad` (after the pointer) or `OpStore` (after the value).
+fn access_mask(i: &Seen) -> rspirv::spirv::MemoryAccess {
+    let at = if i.op == rspirv::spirv::Op::Load { 1 } else { 2 };
+    match i.operands.get(at) {
+        Some(rspirv::dr::Operand::MemoryAccess(m)) => *m,
+        _ => rspirv::spirv::MemoryAccess::NONE,
+    }
+}
+
+/// D6 under the Vulkan memory model: the block page's producer/consumer (a shared flag) and the
+/// grid page's look-back (a device flag) with volatile spin-waits and fences, and volatile loads
+/// with no native atomic. Without the model (GLSL450) the old form remains.
+#[test]
+fn fences_volatile_loads_and_plain_accesses_follow_the_vulkan_memory_model() {
+    use rspirv::spirv::{MemoryAccess as A, MemoryModel, MemorySemantics as S, Op};
+    let k = Kernel::explicit("d6_patterns", 64, |k| {
+        let src = k.array::<i32>("src");
+        let out = k.array::<i32>("out");
+        let flags = k.array::<i32>("flags");
+        let bytes = k.array::<u8>("bytes");
+        let wide = k.array::<u64>("wide");
+        let data = block::shared_array::<i32>(1);
+        let flag = block::shared_array::<i32>(1);
+        let t = block::thread_idx();
+        if_else(
+            t.eq(0),
+            || {
+                data.set(0, src.get(0));
+                block::mem_fence();
+                flag.set(0, 1);
+                out.set(0, 1);
+                grid::mem_fence();
+                flags.set(0, 1);
+            },
+            || {
+                while_(|| volatile_load(flag.at(0)).eq(0), || {});
+                block::mem_fence();
+                while_(|| volatile_load(flags.at(0)).eq(0), || {});
+                grid::mem_fence();
+                let x = volatile_load(bytes.at(t)).cast::<i32>() + volatile_load(wide.at(t)).cast::<i32>();
+                out.set(t, data.get(0) + x);
+            },
+        );
+        block::sync();
+    });
+    let no_i64_atomics = SpirvCaps { int64_atomics: false, ..SpirvCaps::lavapipe() };
+    for caps in [SpirvCaps::lavapipe(), no_i64_atomics.clone()] {
+        let m = &check_with(&k, &caps)[0];
+        let (model, insts, module) = disassemble(&m.words);
+        assert_eq!(model, MemoryModel::Vulkan);
+        assert_eq!(m.words[1], 0x0001_0300, "SPIR-V 1.3 with SPV_KHR_vulkan_memory_model");
+        assert!(module.annotations.iter().all(|a| !format!("{a:?}").contains("Coherent")), "no Coherent");
+        // Fences (workgroup and device scope) and the block barrier: acquire-release with
+        // availability and visibility on both storage classes.
+        let full = S::ACQUIRE_RELEASE | S::UNIFORM_MEMORY | S::WORKGROUP_MEMORY | S::MAKE_AVAILABLE | S::MAKE_VISIBLE;
+        let fences: Vec<_> =
+            insts.iter().filter(|i| i.op == Op::MemoryBarrier).map(|i| (i.consts[0], i.consts[1])).collect();
+        assert_eq!(fences.len(), 4);
+        assert!(fences.contains(&(Some(2), Some(full.bits()))) && fences.contains(&(Some(1), Some(full.bits()))));
+        let barriers: Vec<_> = insts.iter().filter(|i| i.op == Op::ControlBarrier).map(|i| i.consts.clone()).collect();
+        assert_eq!(barriers, [vec![Some(2), Some(2), Some(full.bits())]]);
+        // Spin-waits: volatile atomics at the array's scope, an acquire on shared memory
+        // (workgroup), relaxed on device memory.
+        let atomics: Vec<_> =
+            insts.iter().filter(|i| i.op == Op::AtomicLoad).map(|i| (i.consts[1], i.consts[2])).collect();
+        let volatile = Some(S::VOLATILE.bits());
+        let acquire = S::ACQUIRE | S::UNIFORM_MEMORY | S::WORKGROUP_MEMORY | S::MAKE_VISIBLE | S::VOLATILE;
+        let mut want = vec![(Some(2), Some(acquire.bits())), (Some(1), volatile)];
+        if caps.int64_atomics {
+            want.push((Some(1), volatile));
+        }
+        assert_eq!(atomics, want);
+        // Every other load and store of device or shared memory is non-private; the u8 (and the
+        // u64 without 64-bit atomics) volatile loads are volatile, visible at device scope.
+        let accesses: Vec<_> = insts.iter().filter(|i| matches!(i.op, Op::Load | Op::Store)).collect();
+        let nonprivate = accesses.iter().filter(|i| access_mask(i) == A::NON_PRIVATE_POINTER).count();
+        assert_eq!(nonprivate, 7, "{accesses:#?}");
+        let vis = A::VOLATILE | A::MAKE_POINTER_VISIBLE | A::NON_PRIVATE_POINTER;
+        let volatile_loads: Vec<_> = accesses.iter().filter(|i| access_mask(i) == vis).map(|i| i.consts[2]).collect();
+        assert_eq!(volatile_loads, vec![Some(1); if caps.int64_atomics { 1 } else { 2 }]);
+    }
+    let glsl = SpirvCaps { vulkan_memory_model: false, ..SpirvCaps::lavapipe() };
+    let m = &check_with(&k, &glsl)[0];
+    let (model, insts, module) = disassemble(&m.words);
+    assert_eq!(model, MemoryModel::GLSL450);
+    assert!(module.annotations.iter().any(|a| format!("{a:?}").contains("Coherent")));
+    assert!(insts.iter().all(|i| i.op != Op::AtomicLoad));
+    assert_eq!(insts.iter().filter(|i| i.op == Op::Load && access_mask(i) == A::VOLATILE).count(), 4);
 }

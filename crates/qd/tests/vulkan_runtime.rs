@@ -339,6 +339,8 @@ fn info_names_the_device() {
         // Mesa's LP_MAX_TGSI_LOOP_ITERATIONS: every loop of an invocation ends after 65535 in all.
         assert_eq!(info.loop_iteration_limit, Some(65535), "{text}");
         assert!(text.contains("loops end after 65535 iterations"), "{text}");
+        // vulkanMemoryModel with device scope: the lowering uses the Vulkan memory model.
+        assert!(text.contains("Vulkan memory model"), "{text}");
     }
     eprintln!("{text}");
 }
@@ -377,6 +379,10 @@ fn lowered_kernel_runs() {
     let code = compiled.spirv().unwrap();
     assert_eq!((code.entry.as_str(), code.workgroup_size), ("vk_lowered_saxpy", 64));
     assert_eq!(code.words[0], 0x0723_0203);
+    // `OpMemoryModel Logical Vulkan` where the device has the Vulkan memory model, else GLSL450.
+    let model = if d.describe().contains("Vulkan memory model") { 3 } else { 1 };
+    let header = [(3 << 16) | 14, 0, model];
+    assert!(code.words.windows(3).any(|w| w == header), "no OpMemoryModel Logical {model}");
     let want: Vec<f32> = (0..n).map(|i| 2.0 * i as f32 + 1.0).collect();
     assert_eq!(y.to_vec().unwrap(), want);
 }

@@ -27,10 +27,24 @@ pub struct SpirvCaps {
     pub float16: bool,
     /// `maxComputeSharedMemorySize`, in bytes.
     pub max_shared_bytes: u32,
+    /// `vulkanMemoryModel` and `vulkanMemoryModelDeviceScope` (Vulkan 1.2, or
+    /// `VK_KHR_vulkan_memory_model`): modules use the Vulkan memory model, which gives D6 its
+    /// meaning: device and shared accesses are non-private, fences and block barriers are
+    /// acquire-release with availability and visibility operations on both storage classes,
+    /// acquire/release atomics make memory visible/available, and a volatile access is a relaxed
+    /// atomic at the array's scope (workgroup for shared, device for device arrays; a volatile load
+    /// of a shared element an acquire), so a spin-wait followed by a fence orders what comes after it.
+    ///
+    /// Without it the module uses the GLSL450 model (`Coherent` device arrays, `Volatile` accesses,
+    /// acquire-release barriers), whose cross-thread ordering the Vulkan specification leaves
+    /// undefined: the flag-and-fence patterns of D6 (the block page's producer/consumer, the grid
+    /// look-back) are not guaranteed there, and NVIDIA's driver was seen to break them.
+    pub vulkan_memory_model: bool,
 }
 
 impl SpirvCaps {
-    /// What Mesa's lavapipe (22.3) offers: everything here but `shaderFloat16`, 32 KiB of shared memory.
+    /// What Mesa's lavapipe (22.3) offers: everything here but `shaderFloat16`, 32 KiB of shared
+    /// memory, the Vulkan memory model.
     pub fn lavapipe() -> SpirvCaps {
         SpirvCaps {
             float32_atomic_add: true,
@@ -40,6 +54,7 @@ impl SpirvCaps {
             int16_storage: true,
             float16: false,
             max_shared_bytes: 32 * 1024,
+            vulkan_memory_model: true,
         }
     }
 }

@@ -14,6 +14,12 @@
 //!   (64-bit cells for 64-bit elements), so no 8/16-bit arithmetic capability is needed.
 //! * Arithmetic (`arith.rs`), memory and atomics (`memory.rs`) follow the emulator's
 //!   D5/D6 semantics; subgroup operations, barriers, fences and special registers are here.
+//! * **Memory model**: `Vulkan` where the device has it ([`SpirvCaps::vulkan_memory_model`](super::SpirvCaps)):
+//!   block barriers and fences are acquire-release on uniform and workgroup memory with
+//!   `MakeAvailable|MakeVisible` (D6: a block barrier and a block fence order device memory too),
+//!   at workgroup scope for `block.sync`/`block.mem_fence`, device scope for `grid.mem_fence`,
+//!   subgroup scope for `subgroup.mem_fence`. Otherwise `GLSL450`, where the same barriers carry no
+//!   availability flags and cross-thread ordering is not guaranteed.
 
 use super::caps::{check, SpirvTarget};
 use super::types::{reg_ty, ModuleBuilder, Ty};
@@ -136,7 +142,7 @@ pub fn lower_kernel(kernel: &Kernel, target: &SpirvTarget) -> Result<SpirvModule
     let mut l = Lower {
         k,
         target,
-        m: ModuleBuilder::new(),
+        m: ModuleBuilder::new(target.caps.vulkan_memory_model),
         blocks: Vec::new(),
         cur: None,
         fn_vars: Vec::new(),
@@ -362,6 +368,25 @@ impl Lower<'_> {
         self.c32(s)
     }
 
+    /// Whether the module uses the Vulkan memory model (else GLSL450).
+    pub(super) fn vulkan_memory_model(&self) -> bool {
+        self.target.caps.vulkan_memory_model
+    }
+
+    /// The semantics of every fence and block barrier: acquire-release on device (uniform) and
+    /// shared (workgroup) memory, D6; under the Vulkan memory model also an availability operation
+    /// before and a visibility operation after, so plain (non-private) accesses on either side of
+    /// it are ordered and see each other's writes within the barrier's scope.
+    pub(super) fn fence_semantics(&self) -> spirv::MemorySemantics {
+        use spirv::MemorySemantics as S;
+        let sem = S::ACQUIRE_RELEASE | S::UNIFORM_MEMORY | S::WORKGROUP_MEMORY;
+        if self.vulkan_memory_model() {
+            sem | S::MAKE_AVAILABLE | S::MAKE_VISIBLE
+        } else {
+            sem
+        }
+    }
+
     // ----- parameters and built-ins -----
 
     /// The u32 word `w` of the parameter block.
@@ -576,10 +601,7 @@ impl Lower<'_> {
             }
             BlockBarrier { reduce: None } => {
                 // D6: block.sync orders global memory too (UniformMemory).
-                let sem = spirv::MemorySemantics::ACQUIRE_RELEASE
-                    | spirv::MemorySemantics::WORKGROUP_MEMORY
-                    | spirv::MemorySemantics::UNIFORM_MEMORY;
-                let (wg, sem) = (self.scope(SCOPE_WORKGROUP), self.c32(sem.bits()));
+                let (wg, sem) = (self.scope(SCOPE_WORKGROUP), self.c32(self.fence_semantics().bits()));
                 self.op(
                     Op::ControlBarrier,
                     None,
@@ -604,10 +626,7 @@ impl Lower<'_> {
                         crate::ir::Scope::Block => SCOPE_WORKGROUP,
                         _ => SCOPE_DEVICE,
                     };
-                    let sem = spirv::MemorySemantics::ACQUIRE_RELEASE
-                        | spirv::MemorySemantics::UNIFORM_MEMORY
-                        | spirv::MemorySemantics::WORKGROUP_MEMORY;
-                    let (s, sem) = (self.scope(s), self.c32(sem.bits()));
+                    let (s, sem) = (self.scope(s), self.c32(self.fence_semantics().bits()));
                     self.op(Op::MemoryBarrier, None, vec![Operand::IdScope(s), Operand::IdMemorySemantics(sem)]);
                 }
             }

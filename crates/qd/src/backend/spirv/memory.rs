@@ -3,9 +3,23 @@
 //! * Device arrays are storage buffers read through aliasing views of one binding
 //!   ([`View`]): natural-width unsigned elements for loads and stores, u32 words for atomics and
 //!   ordered accesses on 8/16-bit elements, f32 for a native `OpAtomicFAddEXT`.
-//! * Plain accesses are `OpLoad`/`OpStore`; volatile ones carry the `Volatile` memory-access mask;
-//!   ordered ones are `OpAtomicLoad`/`OpAtomicStore` with the IR's scope and acquire/release
-//!   semantics on uniform and workgroup memory (seq_cst is acquire-release in Vulkan).
+//! * Plain accesses are `OpLoad`/`OpStore`; ordered ones are `OpAtomicLoad`/`OpAtomicStore` with
+//!   the IR's scope and acquire/release semantics on uniform and workgroup memory (seq_cst is
+//!   acquire-release in Vulkan).
+//! * Under the Vulkan memory model ([`SpirvCaps::vulkan_memory_model`](super::SpirvCaps)) plain
+//!   accesses to device and shared arrays are `NonPrivatePointer` (fences and barriers order them
+//!   and make them available/visible), acquire semantics add `MakeVisible` and release semantics
+//!   `MakeAvailable`, and a volatile access is what `ld.volatile` is in PTX: a relaxed atomic at the
+//!   array's scope (workgroup for shared, device for device arrays) with the `Volatile` semantics
+//!   bit, so it is never cached, hoisted, merged or deleted and a fence after a spin-wait on it
+//!   synchronizes with the fence before the write it saw (D6); a volatile load of a shared element
+//!   is moreover an acquire (see `volatile_load_semantics`: NVIDIA's driver hoists relaxed
+//!   shared-memory loads out of spin loops). Elements without a native atomic
+//!   (8/16-bit device elements, 64-bit ones without `int64_atomics`) take
+//!   `Volatile|MakePointerVisible|NonPrivatePointer` (`MakePointerAvailable` for stores) at the
+//!   same scope instead.
+//! * Under GLSL450, device arrays are `Coherent` and volatile accesses carry the `Volatile`
+//!   memory-access mask; the cross-thread patterns of D6 are not guaranteed there.
 //! * Atomics are native where SPIR-V has the operation for the element (integer
 //!   add/min/max/and/or/xor/exchange on 32/64-bit elements, and/or/xor/exchange on narrow elements
 //!   held in 32-bit cells, f32 add with `float32_atomic_add`, exchange on floats through their
@@ -19,6 +33,15 @@ use crate::ir::*;
 use crate::trace::TraceError;
 use rspirv::dr::Operand;
 use rspirv::spirv::{Capability, Decoration, MemoryAccess, MemorySemantics, Op, StorageClass, Word};
+
+/// The scope of an array's memory: the workgroup for shared arrays, the device for device arrays
+/// (per-thread arrays are private and take no scope).
+fn space_scope(space: AddressSpace) -> u32 {
+    match space {
+        AddressSpace::Shared => SCOPE_WORKGROUP,
+        _ => SCOPE_DEVICE,
+    }
+}
 
 /// The operation of a CAS loop or a per-thread read-modify-write.
 #[derive(Clone, Copy)]
@@ -44,24 +67,32 @@ fn scope_of(s: Scope) -> u32 {
     }
 }
 
-fn semantics(o: Ordering, role: Role) -> MemorySemantics {
+/// The semantics of an atomic of ordering `o` in `role`: acquire and/or release on uniform and
+/// workgroup memory; under the Vulkan memory model (`vmm`) an acquire also makes those storage
+/// classes visible and a release makes them available, so plain accesses before a release are
+/// seen by plain accesses after the acquire that reads from it.
+fn semantics(o: Ordering, role: Role, vmm: bool) -> MemorySemantics {
+    use MemorySemantics as S;
     use Ordering::*;
     let base = match (o, role) {
-        (Relaxed, _) | (Acquire, Role::Store) | (Release, Role::Load) => MemorySemantics::empty(),
-        (Acquire, _) | (AcqRel | SeqCst, Role::Load) => MemorySemantics::ACQUIRE,
-        (Release, _) | (AcqRel | SeqCst, Role::Store) => MemorySemantics::RELEASE,
-        (AcqRel | SeqCst, Role::Rmw) => MemorySemantics::ACQUIRE_RELEASE,
+        (Relaxed, _) | (Acquire, Role::Store) | (Release, Role::Load) => S::empty(),
+        (Acquire, _) | (AcqRel | SeqCst, Role::Load) => S::ACQUIRE,
+        (Release, _) | (AcqRel | SeqCst, Role::Store) => S::RELEASE,
+        (AcqRel | SeqCst, Role::Rmw) => S::ACQUIRE_RELEASE,
     };
     if base.is_empty() {
-        base
-    } else {
-        base | MemorySemantics::UNIFORM_MEMORY | MemorySemantics::WORKGROUP_MEMORY
+        return base;
     }
-}
-
-/// What a compare-exchange does when it fails: at most the acquire half.
-fn unequal_semantics(o: Ordering) -> MemorySemantics {
-    semantics(o, Role::Load)
+    let mut sem = base | S::UNIFORM_MEMORY | S::WORKGROUP_MEMORY;
+    if vmm {
+        if base.intersects(S::ACQUIRE | S::ACQUIRE_RELEASE) {
+            sem |= S::MAKE_VISIBLE;
+        }
+        if base.intersects(S::RELEASE | S::ACQUIRE_RELEASE) {
+            sem |= S::MAKE_AVAILABLE;
+        }
+    }
+    sem
 }
 
 impl Lower<'_> {
@@ -83,7 +114,11 @@ impl Lower<'_> {
         self.m.decorate(var, Decoration::DescriptorSet, &[0]);
         self.m.decorate(var, Decoration::Binding, &[binding]);
         // Plain accesses must observe other workgroups' writes after a fence or an acquire (D6).
-        self.m.decorate(var, Decoration::Coherent, &[]);
+        // The Vulkan memory model forbids the decoration: its fences and acquires make memory
+        // visible themselves.
+        if !self.vulkan_memory_model() {
+            self.m.decorate(var, Decoration::Coherent, &[]);
+        }
         self.views.insert((i, view), var);
         var
     }
@@ -185,11 +220,74 @@ impl Lower<'_> {
         }
     }
 
+    /// The semantics of an atomic of ordering `o` in `role` on this module's memory model.
+    fn sem(&self, o: Ordering, role: Role) -> MemorySemantics {
+        semantics(o, role, self.vulkan_memory_model())
+    }
+
+    /// Whether a volatile access to an element of `d` in `space` is a relaxed atomic: under the
+    /// Vulkan memory model, on shared and device arrays, for 32-bit cells and for 64-bit cells
+    /// where the device has 64-bit atomics.
+    fn volatile_is_atomic(&self, space: AddressSpace, d: DType) -> bool {
+        self.vulkan_memory_model()
+            && space != AddressSpace::Local
+            && match cell_ty(space, d) {
+                Ty::U32 => true,
+                Ty::U64 => self.target.caps.int64_atomics,
+                _ => false,
+            }
+    }
+
+    /// The semantics of a volatile load done as an atomic: `Volatile`, and on shared arrays also
+    /// acquire (with `MakeVisible`) at workgroup scope. The acquire is stronger than D6 asks (a
+    /// relaxed atomic followed by a fence is enough under the Vulkan memory model) and costs little
+    /// at workgroup scope, but NVIDIA's driver (580, H200) hoists relaxed workgroup-scope loads of
+    /// shared memory out of a spin loop even with the `Volatile` bit, so the block page's
+    /// spin-wait ends at once and the data read after it is stale; acquire loads it keeps in the
+    /// loop. Device arrays keep relaxed loads (the grid look-back's spin-waits run correctly there).
+    fn volatile_load_semantics(&self, space: AddressSpace) -> MemorySemantics {
+        if space == AddressSpace::Shared {
+            self.sem(Ordering::Acquire, Role::Load) | MemorySemantics::VOLATILE
+        } else {
+            MemorySemantics::VOLATILE
+        }
+    }
+
+    /// The memory operands of a plain or volatile `OpLoad`/`OpStore` of an element in `space` (a
+    /// scope id follows the mask where the mask asks for one).
+    fn access_operands(&mut self, space: AddressSpace, volatile: bool, store: bool) -> Vec<Operand> {
+        if space == AddressSpace::Local {
+            return vec![];
+        }
+        if !self.vulkan_memory_model() {
+            return if volatile { vec![Operand::MemoryAccess(MemoryAccess::VOLATILE)] } else { vec![] };
+        }
+        if !volatile {
+            return vec![Operand::MemoryAccess(MemoryAccess::NON_PRIVATE_POINTER)];
+        }
+        let av = if store { MemoryAccess::MAKE_POINTER_AVAILABLE } else { MemoryAccess::MAKE_POINTER_VISIBLE };
+        let s = self.scope(space_scope(space));
+        vec![
+            Operand::MemoryAccess(MemoryAccess::VOLATILE | av | MemoryAccess::NON_PRIVATE_POINTER),
+            Operand::IdScope(s),
+        ]
+    }
+
     fn atomic_load(&mut self, cell: Ty, ptr: Word, scope: u32, sem: MemorySemantics) -> Word {
         self.note_atomic(cell);
         let (s, m) = (self.scope(scope), self.c32(sem.bits()));
         let ty = self.m.ty(cell);
         self.op(Op::AtomicLoad, Some(ty), vec![Operand::IdRef(ptr), Operand::IdScope(s), Operand::IdMemorySemantics(m)])
+    }
+
+    fn atomic_store(&mut self, cell: Ty, ptr: Word, scope: u32, sem: MemorySemantics, value: Word) {
+        self.note_atomic(cell);
+        let (s, m) = (self.scope(scope), self.c32(sem.bits()));
+        self.op(
+            Op::AtomicStore,
+            None,
+            vec![Operand::IdRef(ptr), Operand::IdScope(s), Operand::IdMemorySemantics(m), Operand::IdRef(value)],
+        );
     }
 
     /// The u32 word holding a narrow element of device array `array`, and the element's bit offset.
@@ -229,25 +327,31 @@ impl Lower<'_> {
         let r = match kind {
             LoadKind::Ordered(o, s) if space != AddressSpace::Local => {
                 let cell = cell_ty(space, d);
+                let sem = self.sem(o, Role::Load);
                 if matches!(cell, Ty::U8 | Ty::U16) {
                     let (ptr, shift) = self.word_of(place.array, place.index);
-                    let w = self.atomic_load(Ty::U32, ptr, scope_of(s), semantics(o, Role::Load));
+                    let w = self.atomic_load(Ty::U32, ptr, scope_of(s), sem);
                     self.extract(d, w, shift)
                 } else {
                     let idx = self.v(place.index);
                     let (ptr, cell) = self.elem_ptr(place.array, idx, View::Natural);
-                    let c = self.atomic_load(cell, ptr, scope_of(s), semantics(o, Role::Load));
+                    let c = self.atomic_load(cell, ptr, scope_of(s), sem);
                     self.cell_to_reg(d, cell, c)
                 }
+            }
+            LoadKind::Volatile if self.volatile_is_atomic(space, d) => {
+                let idx = self.v(place.index);
+                let (ptr, cell) = self.elem_ptr(place.array, idx, View::Natural);
+                let sem = self.volatile_load_semantics(space);
+                let c = self.atomic_load(cell, ptr, space_scope(space), sem);
+                self.cell_to_reg(d, cell, c)
             }
             _ => {
                 let idx = self.v(place.index);
                 let (ptr, cell) = self.elem_ptr(place.array, idx, View::Natural);
                 let ty = self.m.ty(cell);
                 let mut ops = vec![Operand::IdRef(ptr)];
-                if kind == LoadKind::Volatile && space != AddressSpace::Local {
-                    ops.push(Operand::MemoryAccess(MemoryAccess::VOLATILE));
-                }
+                ops.extend(self.access_operands(space, kind == LoadKind::Volatile, false));
                 let c = self.op(Op::Load, Some(ty), ops);
                 self.cell_to_reg(d, cell, c)
             }
@@ -276,28 +380,22 @@ impl Lower<'_> {
                     let idx = self.v(place.index);
                     let (ptr, cell) = self.elem_ptr(place.array, idx, View::Natural);
                     let c = self.reg_to_cell(d, cell, v);
-                    self.note_atomic(cell);
-                    let (sc, m) = (self.scope(scope_of(s)), self.c32(semantics(o, Role::Store).bits()));
-                    self.op(
-                        Op::AtomicStore,
-                        None,
-                        vec![
-                            Operand::IdRef(ptr),
-                            Operand::IdScope(sc),
-                            Operand::IdMemorySemantics(m),
-                            Operand::IdRef(c),
-                        ],
-                    );
+                    let sem = self.sem(o, Role::Store);
+                    self.atomic_store(cell, ptr, scope_of(s), sem, c);
                 }
+            }
+            StoreKind::Volatile if self.volatile_is_atomic(space, d) => {
+                let idx = self.v(place.index);
+                let (ptr, cell) = self.elem_ptr(place.array, idx, View::Natural);
+                let c = self.reg_to_cell(d, cell, v);
+                self.atomic_store(cell, ptr, space_scope(space), MemorySemantics::VOLATILE, c);
             }
             _ => {
                 let idx = self.v(place.index);
                 let (ptr, cell) = self.elem_ptr(place.array, idx, View::Natural);
                 let c = self.reg_to_cell(d, cell, v);
                 let mut ops = vec![Operand::IdRef(ptr), Operand::IdRef(c)];
-                if kind == StoreKind::Volatile && space != AddressSpace::Local {
-                    ops.push(Operand::MemoryAccess(MemoryAccess::VOLATILE));
-                }
+                ops.extend(self.access_operands(space, kind == StoreKind::Volatile, true));
                 self.op(Op::Store, None, ops);
             }
         }
@@ -347,7 +445,7 @@ impl Lower<'_> {
             self.private_rmw(inst, place, t, rmw)?
         } else {
             let cell = cell_ty(space, t);
-            let sem = semantics(ordering, Role::Rmw);
+            let sem = self.sem(ordering, Role::Rmw);
             let native_int = match (t, op) {
                 (DType::I32 | DType::U32 | DType::I64 | DType::U64, AtomicOp::Mul) => None,
                 (DType::I32 | DType::U32 | DType::I64 | DType::U64, _) => Some(op),
@@ -447,8 +545,9 @@ impl Lower<'_> {
     fn compare_exchange(&mut self, cell: Ty, ptr: Word, scope: u32, o: Ordering, new: Word, cmp: Word) -> Word {
         self.note_atomic(cell);
         let s = self.scope(scope);
-        let eq = self.c32(semantics(o, Role::Rmw).bits());
-        let ne = self.c32(unequal_semantics(o).bits());
+        let eq = self.c32(self.sem(o, Role::Rmw).bits());
+        // What a compare-exchange does when it fails: at most the acquire half.
+        let ne = self.c32(self.sem(o, Role::Load).bits());
         let ty = self.m.ty(cell);
         self.op(
             Op::AtomicCompareExchange,

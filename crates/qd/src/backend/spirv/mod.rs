@@ -1,4 +1,5 @@
-//! The Vulkan backend's code generator: SPIR-V 1.3 (Vulkan 1.1 environment) built with `rspirv`.
+//! The Vulkan backend's code generator: SPIR-V 1.3 (Vulkan 1.1 environment) built with `rspirv`,
+//! on the Vulkan memory model (`SPV_KHR_vulkan_memory_model`) where the device has it, else GLSL450.
 //!
 //! Same inner shape as the other backends:
 //!

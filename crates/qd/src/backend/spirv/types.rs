@@ -1,6 +1,10 @@
 //! The module under construction: ids, capabilities and extensions, annotations, deduplicated
 //! types and constants, and the final assembly into SPIR-V 1.3 words.
 //!
+//! The memory model is `Vulkan` (capabilities `VulkanMemoryModel` and
+//! `VulkanMemoryModelDeviceScope`, extension `SPV_KHR_vulkan_memory_model`, which SPIR-V 1.3 needs
+//! and Vulkan 1.2 or `VK_KHR_vulkan_memory_model` accepts) when the device has it, else `GLSL450`.
+//!
 //! Register representation of IR values (one job of this file: which SPIR-V type holds what):
 //!
 //! | IR dtype | SPIR-V register | note |
@@ -69,6 +73,8 @@ pub(super) struct ModuleBuilder {
     capabilities: Vec<Capability>,
     extensions: Vec<&'static str>,
     glsl: Option<Word>,
+    /// `OpMemoryModel Logical Vulkan` rather than `GLSL450`.
+    vulkan_memory_model: bool,
     /// OpEntryPoint / OpExecutionMode are added at the end by the lowering.
     pub(super) entry_points: Vec<Instruction>,
     pub(super) execution_modes: Vec<Instruction>,
@@ -80,12 +86,14 @@ pub(super) struct ModuleBuilder {
 }
 
 impl ModuleBuilder {
-    pub(super) fn new() -> ModuleBuilder {
+    /// An empty module; `vulkan_memory_model` selects the Vulkan memory model (else GLSL450).
+    pub(super) fn new(vulkan_memory_model: bool) -> ModuleBuilder {
         let mut m = ModuleBuilder {
             next_id: 1,
             capabilities: Vec::new(),
             extensions: Vec::new(),
             glsl: None,
+            vulkan_memory_model,
             entry_points: Vec::new(),
             execution_modes: Vec::new(),
             annotations: Vec::new(),
@@ -95,6 +103,12 @@ impl ModuleBuilder {
             bools: [None; 2],
         };
         m.capability(Capability::Shader);
+        if vulkan_memory_model {
+            // Device scope appears in fences, atomics and volatile accesses on device arrays.
+            m.capability(Capability::VulkanMemoryModel);
+            m.capability(Capability::VulkanMemoryModelDeviceScope);
+            m.extension("SPV_KHR_vulkan_memory_model");
+        }
         m
     }
 
@@ -309,7 +323,11 @@ impl ModuleBuilder {
             None,
             vec![
                 Operand::AddressingModel(spirv::AddressingModel::Logical),
-                Operand::MemoryModel(spirv::MemoryModel::GLSL450),
+                Operand::MemoryModel(if self.vulkan_memory_model {
+                    spirv::MemoryModel::Vulkan
+                } else {
+                    spirv::MemoryModel::GLSL450
+                }),
             ],
         ));
         module.entry_points = std::mem::take(&mut self.entry_points);

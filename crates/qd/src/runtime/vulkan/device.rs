@@ -33,7 +33,8 @@ pub(crate) struct Features {
 
 impl Features {
     /// What the lowering may use. A storage width counts only with its arithmetic (`shaderInt8`,
-    /// `shaderInt16`), 64-bit atomics only on both buffers and shared memory, f32 atomic add likewise.
+    /// `shaderInt16`), 64-bit atomics only on both buffers and shared memory, f32 atomic add likewise,
+    /// the Vulkan memory model only with device scope (device-scope fences and atomics use it).
     pub(super) fn spirv_caps(&self, core: &Core) -> spirv::SpirvCaps {
         spirv::SpirvCaps {
             float32_atomic_add: self.buffer_f32_atomic_add && self.shared_f32_atomic_add,
@@ -43,6 +44,7 @@ impl Features {
             int16_storage: self.storage16 && self.int16,
             float16: self.float16,
             max_shared_bytes: core.props.limits.max_shared,
+            vulkan_memory_model: self.memory_model && self.memory_model_device_scope,
         }
     }
 
@@ -60,7 +62,7 @@ impl Features {
         add(self.int16 && self.storage16, "16-bit storage");
         add(self.buffer_int64_atomics && self.shared_int64_atomics, "64-bit atomics");
         add(self.buffer_f32_atomic_add && self.shared_f32_atomic_add, "f32 atomic add");
-        add(self.memory_model, "memory model");
+        add(self.memory_model && self.memory_model_device_scope, "Vulkan memory model");
         v
     }
 }
