@@ -59,10 +59,10 @@ python3 "$HERE/scripts/latency_summary.py" "$OUT/latency-cold.txt" "$OUT/latency
 unset CUDA_CACHE_DISABLE
 fi
 
-# 3. The CUDA test binaries (bundled with --tests), with a GPU required.
-if want tests && ls .gpu/tests/cuda_* >/dev/null 2>&1; then
-    for t in .gpu/tests/cuda_*; do
-        QD_REQUIRE_CUDA=1 "$t" >>"$OUT/cuda-tests.txt" 2>&1
+# 3. The CUDA and Vulkan test binaries (copied into .gpu/tests), with the devices required.
+if want tests && ls .gpu/tests/* >/dev/null 2>&1; then
+    for t in .gpu/tests/*; do
+        QD_REQUIRE_CUDA=1 QD_REQUIRE_VULKAN=1 "$t" >>"$OUT/cuda-tests.txt" 2>&1
         summary "test $(basename "$t"): exit $? $(grep 'test result' "$OUT/cuda-tests.txt" | tail -n 1)"
     done
 fi
