@@ -537,12 +537,8 @@ pub(crate) fn marshal(k: &ir::Kernel, params: &[PtxParam], args: &[Bound]) -> Re
                 slots.push(len as u64);
             }
             (PtxParam::Scalar { dtype }, Bound::Scalar(bits)) => {
-                let v = match dtype.bits() {
-                    1 => bits & 1,
-                    64 => *bits,
-                    w if w < 64 => bits & ((1u64 << w) - 1),
-                    w => return Err(err(format!("a {w}-bit scalar cannot be passed to a CUDA kernel"))),
-                };
+                let v = super::launch::scalar_slot(*dtype, *bits)
+                    .ok_or_else(|| err(format!("a {}-bit scalar cannot be passed to a CUDA kernel", dtype.bits())))?;
                 slots.push(v);
             }
             _ => return Err(err("an array where a scalar was expected, or the reverse".into())),

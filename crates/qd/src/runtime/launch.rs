@@ -99,3 +99,14 @@ pub(super) fn range_grid(k: &Kernel, args: &[Arg]) -> Result<u32> {
     }
     Ok(n.div_ceil(bd).min(RANGE_GRID_CAP as u64) as u32)
 }
+
+/// A scalar argument's bits as a kernel receives them: masked to the dtype's width (bool is 0/1);
+/// `None` for a width no scalar parameter has (b128).
+pub(super) fn scalar_slot(dtype: crate::ir::DType, bits: u64) -> Option<u64> {
+    match dtype.bits() {
+        1 => Some(bits & 1),
+        64 => Some(bits),
+        w if w < 64 => Some(bits & ((1u64 << w) - 1)),
+        _ => None,
+    }
+}

@@ -378,12 +378,8 @@ fn marshal(k: &ir::Kernel, params: &[SpirvParam], args: &[Bound<'_>], props: &Pr
                 slots.push(b.len as u64);
             }
             (SpirvParam::Scalar { dtype }, Bound::Scalar(bits)) => {
-                let v = match dtype.bits() {
-                    1 => (bits & 1 != 0) as u64,
-                    64 => *bits,
-                    w if w < 64 => bits & ((1u64 << w) - 1),
-                    w => return Err(err(format!("a {w}-bit scalar cannot be passed to a Vulkan kernel"))),
-                };
+                let v = crate::runtime::launch::scalar_slot(*dtype, *bits)
+                    .ok_or_else(|| err(format!("a {}-bit scalar cannot be passed to a Vulkan kernel", dtype.bits())))?;
                 slots.push(v);
             }
             _ => return Err(err("an array where a scalar was expected, or the reverse".into())),
