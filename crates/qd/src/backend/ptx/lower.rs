@@ -727,6 +727,16 @@ impl Lower<'_> {
                 Div => "div.rn.f32",
                 Min => "min.f32",
                 Max => "max.f32",
+                Rem => {
+                    // fmod in f32, as for f32 values: x - trunc(x / y) * y.
+                    let q = self.fresh(Class::F32);
+                    self.line(format!("div.rn.f32 {q}, {fx}, {fy};"));
+                    self.line(format!("cvt.rzi.f32.f32 {q}, {q};"));
+                    self.line(format!("neg.f32 {q}, {q};"));
+                    self.line(format!("fma.rn.f32 {f}, {q}, {fy}, {fx};"));
+                    self.narrow_half(t, &f, &d);
+                    return Ok(());
+                }
                 _ => return Err(self.err(inst, format!("`{op:?}` on {t} is not supported on cuda"))),
             };
             self.line(format!("{name} {f}, {fx}, {fy};"));
