@@ -1098,7 +1098,6 @@ impl<'a, 'b> BlockExec<'a, 'b> {
     fn collective(&mut self, kind: &InstKind, sgi: usize) {
         use InstKind::*;
         let w = self.width;
-        let k = &self.sh.prog.kernel;
         let strict = self.sh.opts.strict;
         let sg = &mut self.sgs[sgi];
         let read = |sg: &Subgroup, v: ValueId, l: usize| sg.regs[v.0 as usize * w + l];
@@ -1173,7 +1172,6 @@ impl<'a, 'b> BlockExec<'a, 'b> {
             SubgroupBarrier => {}
             _ => unreachable!(),
         }
-        let _ = k;
     }
 }
 
