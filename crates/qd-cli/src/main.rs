@@ -1,12 +1,12 @@
-//! The `qd` command (D10): `info`, `tour`, `conformance`, `emit`, and `latency`.
+//! The `qd` command (D10): `info`, `tour`, `conformance`, `emit`, `latency` and `bench`.
 //!
 //! Exit status: 0 on success; 1 when a case or example fails, a backend or target is not
 //! available, or `--filter` matches nothing; 2 for a malformed command line (clap's status).
 
-use clap::{Parser, Subcommand};
+use clap::{Parser, Subcommand, ValueEnum};
 use qd::prelude::{Device, QdError};
 use qd_cli::emit::{self, EmitTarget};
-use qd_cli::{conformance, runner, tour};
+use qd_cli::{bench, conformance, runner, tour};
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -54,6 +54,42 @@ enum Command {
         #[arg(long, default_value = "cpu")]
         backend: String,
     },
+    /// Time a device-wide algorithm (CUDA: events around the kernel; CPU and Vulkan: the host
+    /// clock around launch and wait), check it against the host, and print one summary line:
+    /// `bench reduce i32 n=2^26 device=cuda:0 median_ms=… min_ms=… gbps=… check=ok`.
+    Bench {
+        /// reduce (a sum), scan (an inclusive sum, decoupled look-back) or copy (the bandwidth
+        /// ceiling of the same loads and stores).
+        #[arg(value_enum)]
+        algo: BenchAlgo,
+        /// Device to run on.
+        #[arg(long, default_value = "cpu")]
+        backend: String,
+        /// n = 2^N elements (default: 26 on CUDA, 20 on Vulkan, 16 on the CPU emulator).
+        #[arg(long)]
+        log2n: Option<u32>,
+        /// Element type: i32, or f32 (reduce only).
+        #[arg(long, value_enum, default_value = "i32")]
+        dtype: BenchType,
+        /// Timed launches (default: 20 on CUDA, 5 on Vulkan, 3 on the CPU emulator).
+        #[arg(long)]
+        reps: Option<u32>,
+        /// Untimed launches first, the first of them compiling (default: 3 on CUDA, else 1).
+        #[arg(long)]
+        warmup: Option<u32>,
+        /// Seed of the random input (random when not given; printed to stderr either way).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Items per thread (default: 16 reduce, 19 scan, 8 copy).
+        #[arg(long)]
+        items: Option<u32>,
+        /// Threads per block, a multiple of the subgroup size (default: 256).
+        #[arg(long)]
+        block_dim: Option<u32>,
+        /// How scan blocks pick their tile: ticket (an atomic counter, the default) or blockidx.
+        #[arg(long, value_enum, default_value = "ticket")]
+        tile_order: BenchTileOrder,
+    },
     /// Write every built-in kernel for a target into a folder.
     Emit {
         /// ir, ptx[:sm_XX], spirv[:sgN], msl or amdgpu:gfxNNN.
@@ -65,6 +101,25 @@ enum Command {
     },
 }
 
+#[derive(Clone, Copy, ValueEnum)]
+enum BenchAlgo {
+    Reduce,
+    Scan,
+    Copy,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum BenchType {
+    I32,
+    F32,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum BenchTileOrder {
+    Ticket,
+    Blockidx,
+}
+
 fn main() -> ExitCode {
     let result = match Cli::parse().command {
         Command::Info => info(),
@@ -74,6 +129,33 @@ fn main() -> ExitCode {
         }
         Command::Emit { target, out } => run_emit(&target, &out),
         Command::Latency { backend } => run_latency(&backend),
+        Command::Bench { algo, backend, log2n, dtype, reps, warmup, seed, items, block_dim, tile_order } => {
+            let algo = match algo {
+                BenchAlgo::Reduce => bench::Algo::Reduce,
+                BenchAlgo::Scan => bench::Algo::Scan,
+                BenchAlgo::Copy => bench::Algo::Copy,
+            };
+            let dtype = match dtype {
+                BenchType::I32 => bench::BenchDtype::I32,
+                BenchType::F32 => bench::BenchDtype::F32,
+            };
+            let order = match tile_order {
+                BenchTileOrder::Ticket => bench::TileOrder::Ticket,
+                BenchTileOrder::Blockidx => bench::TileOrder::BlockIdx,
+            };
+            let partial = bench::BenchConfig {
+                algo,
+                dtype,
+                log2n: 0,
+                reps: 0,
+                warmup: 0,
+                seed: 0,
+                items,
+                block: block_dim,
+                order,
+            };
+            run_bench(&backend, partial, log2n, reps, warmup, seed)
+        }
     };
     match result {
         Ok(code) => code,
@@ -207,13 +289,60 @@ fn run_latency(backend: &str) -> io::Result<ExitCode> {
         Ok(d) => d,
         Err(e) => return Ok(unavailable(e)),
     };
-    match qd_cli::bench::measure(&device) {
+    match bench::measure(&device) {
         Ok(l) => {
-            qd_cli::bench::report(&l, &mut io::stdout().lock())?;
+            bench::report(&l, &mut io::stdout().lock())?;
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
             eprintln!("qd: latency: {e}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+fn run_bench(
+    backend: &str,
+    mut cfg: bench::BenchConfig,
+    log2n: Option<u32>,
+    reps: Option<u32>,
+    warmup: Option<u32>,
+    seed: Option<u64>,
+) -> io::Result<ExitCode> {
+    cfg.seed = seed.unwrap_or_else(runner::random_seed);
+    eprintln!("seed: {}", cfg.seed);
+    let device = match Device::from_name(backend) {
+        Ok(d) => d,
+        Err(e) => return Ok(unavailable(e)),
+    };
+    let (default_log2n, default_reps, default_warmup) = bench::BenchConfig::defaults_for(&device, cfg.algo);
+    cfg.log2n = log2n.unwrap_or(default_log2n);
+    cfg.reps = reps.unwrap_or(default_reps);
+    cfg.warmup = warmup.unwrap_or(default_warmup);
+    if cfg.algo == bench::Algo::Scan && cfg.log2n <= 30 {
+        let block = cfg.block.unwrap_or(cfg.algo.default_block());
+        let items = cfg.items.unwrap_or(cfg.algo.default_items());
+        if let Some(why) = bench::scan_may_be_cut_short(&device, 1usize << cfg.log2n, block, items) {
+            eprintln!("qd: warning: {why}");
+        }
+    }
+    match bench::run_bench(&device, &cfg) {
+        Ok(result) => {
+            writeln!(io::stdout().lock(), "{}", result.line())?;
+            match &result.check {
+                Ok(()) => Ok(ExitCode::SUCCESS),
+                Err(why) => {
+                    eprintln!(
+                        "qd: bench {}: wrong result: {why} (reproduce with --seed {})",
+                        cfg.algo.name(),
+                        cfg.seed
+                    );
+                    Ok(ExitCode::FAILURE)
+                }
+            }
+        }
+        Err(e) => {
+            eprintln!("qd: bench {}: {e}", cfg.algo.name());
             Ok(ExitCode::FAILURE)
         }
     }

@@ -181,3 +181,49 @@ fn emit_targets_not_in_this_build_fail_with_one_line() {
     assert!(!o.status.success());
     assert!(stderr(&o).contains("unknown target `llvm`"));
 }
+
+/// `key=value` fields of a `qd bench` summary line.
+fn bench_fields(line: &str) -> std::collections::HashMap<String, String> {
+    line.split_whitespace().filter_map(|w| w.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+#[test]
+fn bench_runs_on_the_emulator_and_checks_its_results() {
+    for (args, prefix) in [
+        (&["bench", "reduce", "--log2n", "13", "--seed", "7"][..], "bench reduce i32 n=2^13 device=cpu "),
+        (
+            &["bench", "reduce", "--dtype", "f32", "--log2n", "13", "--seed", "7"][..],
+            "bench reduce f32 n=2^13 device=cpu ",
+        ),
+        (
+            &["bench", "scan", "--backend", "cpu:sg8", "--log2n", "14", "--reps", "2"][..],
+            "bench scan i32 n=2^14 device=cpu:sg8 ",
+        ),
+        (&["bench", "copy", "--log2n", "12", "--reps", "1", "--warmup", "0"][..], "bench copy i32 n=2^12 device=cpu "),
+    ] {
+        let o = qd(args);
+        let out = stdout(&o);
+        assert!(o.status.success(), "{args:?}: {out}{}", stderr(&o));
+        let line = out.lines().last().unwrap_or("");
+        assert!(line.starts_with(prefix), "{line}");
+        let f = bench_fields(line);
+        assert_eq!(f.get("check").map(String::as_str), Some("ok"), "{line}");
+        for key in ["median_ms", "min_ms", "gbps"] {
+            let v: f64 = f.get(key).and_then(|v| v.parse().ok()).unwrap_or(-1.0);
+            assert!(v > 0.0, "{key} in {line}");
+        }
+        assert!(stderr(&o).starts_with("seed: "), "{}", stderr(&o));
+    }
+}
+
+#[test]
+fn bench_rejects_what_it_cannot_run() {
+    let o = qd(&["bench", "scan", "--dtype", "f32", "--log2n", "10"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("i32 only"), "{}", stderr(&o));
+    let o = qd(&["bench", "reduce", "--backend", "cuda:99"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("not available"), "{}", stderr(&o));
+    let o = qd(&["bench", "sort"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}

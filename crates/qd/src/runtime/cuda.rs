@@ -15,6 +15,8 @@
 //!   length; a scalar is passed at its natural width, bool as u8), block = the kernel's `block_dim`,
 //!   grid per D1, on the legacy default stream, then `cuCtxSynchronize`: a fault inside the kernel is
 //!   an [`Error::Driver`] from `cuCtxSynchronize` naming the kernel.
+//! * Timed launch ([`Device::launch_timed`](super::Device::launch_timed)): the same launch between
+//!   two events recorded on that stream; the time is `cuEventElapsedTime` between them.
 
 use crate::backend::ptx::{
     lower::{lower_kernel, ParamAbi, PtxModule},
@@ -447,6 +449,27 @@ impl CudaDevice {
 
     /// Launches `k` on `grid` blocks with already checked `args` and waits for it.
     pub(crate) fn launch(&self, k: &CudaKernel, grid: u32, args: &[Bound]) -> Result<()> {
+        self.launch_with(k, grid, args, None)
+    }
+
+    /// As [`launch`](CudaDevice::launch), timing the kernel alone with two events recorded on the
+    /// launch's stream (the legacy default stream) around `cuLaunchKernel`.
+    pub(crate) fn launch_timed(&self, k: &CudaKernel, grid: u32, args: &[Bound]) -> Result<Duration> {
+        let name = &k.kernel.name;
+        let drv = |e: DriverFailure| e.into_error(name);
+        if grid == 0 {
+            marshal(&k.kernel, &k.code.params, args)?;
+            return Ok(Duration::ZERO);
+        }
+        self.ctx.bind().map_err(drv)?;
+        let (start, stop) = (Event::new().map_err(drv)?, Event::new().map_err(drv)?);
+        self.launch_with(k, grid, args, Some((&start, &stop)))?;
+        stop.elapsed_since(&start).map_err(drv)
+    }
+
+    /// Launches and waits; with `events`, records the first just before the launch and the second
+    /// just after it, on the same stream.
+    fn launch_with(&self, k: &CudaKernel, grid: u32, args: &[Bound], events: Option<(&Event, &Event)>) -> Result<()> {
         let name = &k.kernel.name;
         let mut slots = marshal(&k.kernel, &k.code.params, args)?;
         if grid == 0 {
@@ -455,6 +478,9 @@ impl CudaDevice {
         let mut ptrs: Vec<*mut c_void> = slots.iter_mut().map(|s| s as *mut u64 as *mut c_void).collect();
         let drv = |e: DriverFailure| e.into_error(name);
         self.ctx.bind().map_err(drv)?;
+        if let Some((start, _)) = events {
+            start.record().map_err(drv)?;
+        }
         // SAFETY: `func` belongs to this context; `ptrs` has one pointer per PTX parameter, each to
         // a u64 slot whose low bytes (little-endian) hold the value at the parameter's width; the
         // slots and the arrays they point into outlive the synchronous launch.
@@ -476,9 +502,81 @@ impl CudaDevice {
                 ),
             )
             .map_err(drv)?;
-            check("cuCtxSynchronize", sys::cuCtxSynchronize()).map_err(drv)?;
         }
+        if let Some((_, stop)) = events {
+            stop.record().map_err(drv)?;
+        }
+        // SAFETY: plain driver call; the context is current.
+        check("cuCtxSynchronize", unsafe { sys::cuCtxSynchronize() }).map_err(drv)?;
         Ok(())
+    }
+}
+
+impl CudaDevice {
+    /// How many blocks of `k` fit on one multiprocessor at once (`cuOccupancyMaxActiveBlocksPerMultiprocessor`
+    /// with the kernel's block size and dynamic shared memory).
+    pub(crate) fn max_active_blocks(&self, k: &CudaKernel) -> Result<u32> {
+        let drv = |e: DriverFailure| e.into_error(&k.kernel.name);
+        self.ctx.bind().map_err(drv)?;
+        let mut blocks: c_int = 0;
+        // SAFETY: `func` belongs to this context; valid out-pointer.
+        check("cuOccupancyMaxActiveBlocksPerMultiprocessor", unsafe {
+            sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                &mut blocks,
+                k.func,
+                k.kernel.block_dim as c_int,
+                k.dynamic_shared as usize,
+            )
+        })
+        .map_err(drv)?;
+        Ok(blocks.max(0) as u32)
+    }
+}
+
+/// A CUDA event (with timing) of the current context, destroyed on drop.
+struct Event(sys::CUevent);
+
+impl Event {
+    /// A new event; the context must be current.
+    fn new() -> std::result::Result<Event, DriverFailure> {
+        let mut ev: sys::CUevent = null_mut();
+        // SAFETY: valid out-pointer; flags 0 (CU_EVENT_DEFAULT) keep timing on.
+        check("cuEventCreate", unsafe { sys::cuEventCreate(&mut ev, 0) })?;
+        Ok(Event(ev))
+    }
+
+    /// Records the event on the legacy default stream, the one launches use.
+    fn record(&self) -> std::result::Result<(), DriverFailure> {
+        // SAFETY: a live event of the current context; the null stream.
+        check("cuEventRecord", unsafe { sys::cuEventRecord(self.0, null_mut()) })
+    }
+
+    /// Time from `start` to this event, both recorded and this one complete.
+    fn elapsed_since(&self, start: &Event) -> std::result::Result<Duration, DriverFailure> {
+        // SAFETY: a live, recorded event.
+        check("cuEventSynchronize", unsafe { sys::cuEventSynchronize(self.0) })?;
+        let mut ms = 0f32;
+        // cudarc loads the entry point on first use and panics when the driver lacks it (older than
+        // CUDA 12.8): report that as a failed call instead.
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            // SAFETY: both events recorded and complete; valid out-pointer.
+            unsafe { sys::cuEventElapsedTime_v2(&mut ms, start.0, self.0) }
+        }))
+        .map_err(|_| DriverFailure {
+            call: "cuEventElapsedTime_v2",
+            message: "the CUDA driver library lacks this entry point (driver older than CUDA 12.8?)".into(),
+        })?;
+        check("cuEventElapsedTime_v2", r)?;
+        Ok(Duration::from_secs_f64(f64::from(ms.max(0.0)) / 1e3))
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        // SAFETY: created by cuEventCreate and destroyed once.
+        unsafe {
+            sys::cuEventDestroy_v2(self.0);
+        }
     }
 }
 

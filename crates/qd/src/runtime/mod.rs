@@ -646,7 +646,7 @@ impl Device {
         }
         self.check_args(k, args)?;
         let grid = launch::range_grid(k, args)?;
-        self.run(&compiled, grid, args)
+        self.run(&compiled, grid, args, Timing::Off).map(drop)
     }
 
     /// Launches an explicit kernel on `grid` blocks of its `block_dim` threads.
@@ -660,7 +660,62 @@ impl Device {
             });
         }
         self.check_args(k, args)?;
-        self.run(&compiled, grid, args)
+        self.run(&compiled, grid, args, Timing::Off).map(drop)
+    }
+
+    /// Launches `kernel` once, waits for it, and returns how long it ran: a range kernel with
+    /// `grid == None` (its grid comes from its range, as in [`launch`](Device::launch)), an explicit
+    /// kernel with `Some(blocks)` (as in [`launch_grid`](Device::launch_grid)); the other pairings
+    /// are an [`Error::Launch`].
+    ///
+    /// What the time covers depends on the backend:
+    ///
+    /// * CUDA: the kernel alone, from two events recorded on the launch's stream just before and
+    ///   just after `cuLaunchKernel` (`cuEventElapsedTime`, about half a microsecond of
+    ///   resolution). Argument marshalling, the host's launch call overhead before the first event
+    ///   and the wait after the second are outside it.
+    /// * Vulkan: the host clock around the whole launch: parameter-block upload, descriptor set
+    ///   and command buffer recording, submission, and the wait on the fence. Tens of microseconds
+    ///   of host work are included; compare large launches only.
+    /// * CPU emulator: the host clock around the emulated launch (the emulator's speed, not a GPU's).
+    ///
+    /// Compiling is never timed: the first call compiles (or finds the kernel in the caches) before
+    /// the clock starts. Errors are those of [`launch`](Device::launch) and
+    /// [`launch_grid`](Device::launch_grid), plus [`Error::Driver`] for a failed event call.
+    pub fn launch_timed(&self, kernel: &Kernel, grid: Option<Grid>, args: &[Arg]) -> Result<Duration> {
+        let compiled = self.compile(kernel)?;
+        let k = compiled.kernel();
+        use crate::ir::LaunchKind;
+        let mismatch = |message: &str| Error::Launch { kernel: k.name.clone(), message: message.into() };
+        let grid = match (k.launch, grid) {
+            (LaunchKind::Range, None) => {
+                self.check_args(k, args)?;
+                launch::range_grid(k, args)?
+            }
+            (LaunchKind::Explicit, Some(g)) => {
+                self.check_args(k, args)?;
+                g
+            }
+            (LaunchKind::Range, Some(_)) => {
+                return Err(mismatch("a range kernel is timed with launch_timed(kernel, None, args)"));
+            }
+            (LaunchKind::Explicit, None) => {
+                return Err(mismatch("an explicit kernel is timed with launch_timed(kernel, Some(blocks), args)"));
+            }
+        };
+        self.run(&compiled, grid, args, Timing::On)
+    }
+
+    /// How many blocks of `kernel` run at once on one multiprocessor, as the driver computes it from
+    /// the compiled kernel's registers, shared memory and block size (CUDA); `None` on backends that
+    /// do not say (the CPU emulator, Vulkan). Compiles the kernel first, like a launch. For sizing
+    /// grids that should fill the device in one wave.
+    pub fn max_active_blocks_per_multiprocessor(&self, kernel: &Kernel) -> Result<Option<u32>> {
+        let compiled = self.compile(kernel)?;
+        match (&compiled.exec, &self.inner.backend) {
+            (Exec::Cuda(k), Backend::Cuda(d)) => d.max_active_blocks(k).map(Some),
+            _ => Ok(None),
+        }
     }
 
     /// Checks `args` against the parameters, and that every array lives on this device.
@@ -691,8 +746,11 @@ impl Device {
         Ok(())
     }
 
-    /// Runs a compiled kernel with checked arguments.
-    fn run(&self, compiled: &CompiledKernel, grid: u32, args: &[Arg]) -> Result<()> {
+    /// Runs a compiled kernel with checked arguments and waits for it; with `timing` on, returns
+    /// its time as [`launch_timed`](Device::launch_timed) describes (zero otherwise).
+    fn run(&self, compiled: &CompiledKernel, grid: u32, args: &[Arg], timing: Timing) -> Result<Duration> {
+        let start = Instant::now();
+        let host_time = |r: Result<()>| r.map(|()| if timing == Timing::On { start.elapsed() } else { Duration::ZERO });
         match (&compiled.exec, &self.inner.backend) {
             (Exec::Cpu(prog), Backend::Cpu(options)) => {
                 let cpu_args: Vec<CpuArg> = args
@@ -705,8 +763,7 @@ impl Device {
                     .collect();
                 let geo =
                     cpu::LaunchGeometry { grid, block_dim: prog.kernel.block_dim, subgroup_size: self.subgroup_size() };
-                cpu::launch(prog, geo, &cpu_args, options)?;
-                Ok(())
+                host_time(cpu::launch(prog, geo, &cpu_args, options).map_err(Error::from))
             }
             (Exec::Cuda(k), Backend::Cuda(d)) => {
                 let bound: Vec<cuda::Bound> = args
@@ -719,7 +776,10 @@ impl Device {
                         Arg::Scalar(_, bits) => cuda::Bound::Scalar(*bits),
                     })
                     .collect();
-                d.launch(k, grid, &bound)
+                match timing {
+                    Timing::On => d.launch_timed(k, grid, &bound),
+                    Timing::Off => d.launch(k, grid, &bound).map(|()| Duration::ZERO),
+                }
             }
             (Exec::Vulkan(k), Backend::Vulkan(d)) => {
                 let bound: Vec<vulkan::Bound> = args
@@ -730,11 +790,18 @@ impl Device {
                         Arg::Scalar(_, bits) => vulkan::Bound::Scalar(*bits),
                     })
                     .collect();
-                d.launch(k, grid, &bound)
+                host_time(d.launch(k, grid, &bound))
             }
             _ => unreachable!("a device only holds kernels it compiled"),
         }
     }
+}
+
+/// Whether a launch is timed (see [`Device::launch_timed`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Timing {
+    Off,
+    On,
 }
 
 /// `Unavailable` errors of `Device::cuda` and `Device::vulkan` name `cuda:N` / `vulkan:N`; keep the
@@ -957,6 +1024,33 @@ mod tests {
         assert_eq!(decode::<BF16>(&encode(&bf)), bf);
         let u = [u64::MAX, 1];
         assert_eq!(decode::<u64>(&encode(&u)), u);
+    }
+
+    #[test]
+    fn launch_timed_runs_the_kernel_and_checks_the_grid_kind() {
+        let d = Device::cpu();
+        let range = Kernel::range("timed_inc", 32, |k| {
+            let a = k.array::<i32>("a");
+            k.parallel_for(0, a.len(), |i| a.set(i, a.get(i) + 1));
+        });
+        let explicit = Kernel::explicit("timed_twice", 32, |k| {
+            let a = k.array::<i32>("a");
+            let i = crate::simt::block::global_thread_idx();
+            a.set(i, a.get(i) * 2);
+        });
+        let a = d.array_from(&[1i32; 64]).unwrap();
+        let t = d.launch_timed(&range, None, &[a.arg()]).unwrap();
+        assert!(t > Duration::ZERO);
+        d.launch_timed(&explicit, Some(2), &[a.arg()]).unwrap();
+        assert_eq!(a.to_vec().unwrap(), vec![4; 64]);
+        let e = d.launch_timed(&range, Some(2), &[a.arg()]).unwrap_err();
+        assert!(matches!(e, Error::Launch { .. }), "{e}");
+        let e = d.launch_timed(&explicit, None, &[a.arg()]).unwrap_err();
+        assert!(matches!(e, Error::Launch { .. }), "{e}");
+        let e = d.launch_timed(&explicit, Some(1), &[]).unwrap_err();
+        assert!(matches!(e, Error::Launch { .. }), "{e}");
+        assert_eq!(a.to_vec().unwrap(), vec![4; 64]);
+        assert_eq!(d.max_active_blocks_per_multiprocessor(&explicit).unwrap(), None);
     }
 
     #[test]
