@@ -162,30 +162,9 @@ fn has_run(text: &str, want: &[&str]) -> bool {
 
 #[test]
 fn narrow_and_half_atomics_assemble() {
-    let modules = check(&Kernel::explicit("narrow_atomics", 64, |k| {
-        let b = k.array::<i8>("b");
-        let ub = k.array::<u8>("ub");
-        let h = k.array::<i16>("h");
-        let uh = k.array::<u16>("uh");
-        let f = k.array::<F16>("f");
-        let g = k.array::<BF16>("g");
-        let out = k.array::<i32>("out");
-        let sb = block::shared_array::<u8>(64);
-        let sg = block::shared_array::<BF16>(64);
-        let t = block::thread_idx();
-        let x = atomic_add(b.at(t), 1i8) + atomic_max(b.at(1), -3i8) + atomic_cas(b.at(2), 0i8, 1i8);
-        let y = atomic_add(ub.at(t), 200u8) + atomic_min(ub.at(1), 7u8) + atomic_exchange(ub.at(2), 9u8);
-        atomic_xor(h.at(t), 0x55i16);
-        let z = atomic_cas(h.at(1), 3i16, 4i16).cast::<i32>()
-            + (atomic_mul(uh.at(0), 3u16) + atomic_or(uh.at(1), 1u16)).cast::<i32>();
-        atomic_add(f.at(t), F16::from_f32(0.5));
-        let w = atomic_max(f.at(1), F16::from_f32(2.0)).cast::<i32>()
-            + atomic_add(g.at(t), BF16::from_f32(1.0)).cast::<i32>();
-        atomic_add(sb.at(t), 1u8);
-        atomic_add(sg.at(t), BF16::from_f32(1.0));
-        let v = x.cast::<i32>() + y.cast::<i32>() + z + w;
-        out.set(t, v + sb.get(0).cast::<i32>() + sg.get(0).cast::<i32>());
-    }));
+    // The corpus's narrow-atomics kernel (also assembled by the_corpus_assembles), with the PTX it must print.
+    let kernel = common::corpus::narrow_and_half_atomics().remove(0);
+    let modules = check(&kernel);
     for (target, text) in &modules {
         // 8-bit elements: atom.cas.b32 on the enclosing word.
         assert!(text.contains("0xFFFFFFFFFFFFFFFC;"), "{target}");
