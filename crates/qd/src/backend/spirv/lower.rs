@@ -765,9 +765,7 @@ impl Lower<'_> {
         } else {
             Capability::GroupNonUniformShuffleRelative
         });
-        let sg = self.scope(SCOPE_SUBGROUP);
-        let ty = self.m.ty(t);
-        let got = self.op(op, Some(ty), vec![Operand::IdScope(sg), Operand::IdRef(x), Operand::IdRef(a)]);
+        let got = self.group_move(op, t, x, a);
         let r = self.op_t(Op::Select, t, &[ok, got, x]);
         self.set(dst, r);
         if let Some(p) = valid {
@@ -780,18 +778,12 @@ impl Lower<'_> {
     fn broadcast(&mut self, dst: ValueId, value: ValueId, lane: ValueId) {
         let t = reg_ty(self.d(value));
         let x = self.v(value);
-        let sg = self.scope(SCOPE_SUBGROUP);
-        let ty = self.m.ty(t);
         let w = self.target.subgroup_size as u64;
         let r = match self.consts.get(&lane).copied() {
             Some(c) if c & 0xFFFF_FFFF < w => {
                 self.m.capability(Capability::GroupNonUniformBallot);
                 let l = self.v(lane);
-                self.op(
-                    Op::GroupNonUniformBroadcast,
-                    Some(ty),
-                    vec![Operand::IdScope(sg), Operand::IdRef(x), Operand::IdRef(l)],
-                )
+                self.group_move(Op::GroupNonUniformBroadcast, t, x, l)
             }
             Some(_) => x,
             None => {
@@ -799,14 +791,35 @@ impl Lower<'_> {
                 let l = self.v(lane);
                 let wc = self.c32(w as u32);
                 let ok = self.op_t(Op::ULessThan, Ty::Bool, &[l, wc]);
-                let got = self.op(
-                    Op::GroupNonUniformShuffle,
-                    Some(ty),
-                    vec![Operand::IdScope(sg), Operand::IdRef(x), Operand::IdRef(l)],
-                );
+                let got = self.group_move(Op::GroupNonUniformShuffle, t, x, l);
                 self.op_t(Op::Select, t, &[ok, got, x])
             }
         };
         self.set(dst, r);
+    }
+
+    /// One subgroup data movement (`op`: a shuffle or broadcast taking the value and a lane or
+    /// offset) of a value of type `t`. 64-bit values move as two 32-bit halves: the hardware moves
+    /// 32 bits per lane anyway (NVIDIA's SHFL, AMD's ds_bpermute), and lavapipe's LLVM 15 crashes
+    /// compiling some kernels that shuffle 64-bit values natively (e.g. a block scan of i64 on
+    /// 8-lane subgroups: a segfault in type legalization on AMD EPYC hosts).
+    fn group_move(&mut self, op: Op, t: Ty, x: Word, lane: Word) -> Word {
+        let sg = self.scope(SCOPE_SUBGROUP);
+        if !matches!(t, Ty::U64 | Ty::F64) {
+            let ty = self.m.ty(t);
+            return self.op(op, Some(ty), vec![Operand::IdScope(sg), Operand::IdRef(x), Operand::IdRef(lane)]);
+        }
+        let v2 = self.m.vector(Ty::U32, 2);
+        let u32t = self.m.ty(Ty::U32);
+        let pair = self.op(Op::Bitcast, Some(v2), vec![Operand::IdRef(x)]);
+        let halves: Vec<Word> = (0..2)
+            .map(|k| {
+                let half =
+                    self.op(Op::CompositeExtract, Some(u32t), vec![Operand::IdRef(pair), Operand::LiteralBit32(k)]);
+                self.op(op, Some(u32t), vec![Operand::IdScope(sg), Operand::IdRef(half), Operand::IdRef(lane)])
+            })
+            .collect();
+        let moved = self.op(Op::CompositeConstruct, Some(v2), halves.into_iter().map(Operand::IdRef).collect());
+        self.op_t(Op::Bitcast, t, &[moved])
     }
 }
