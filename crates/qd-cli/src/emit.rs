@@ -1,10 +1,9 @@
 //! `qd emit`: target names (D10) and writing every built-in kernel for a target.
 
-use crate::{bench, conformance, tour};
+use crate::builtin;
 use qd::backend::spirv::{lower_kernel, SpirvCaps, SpirvTarget};
 use qd::backend::Target;
 use qd::prelude::{Device, Kernel};
-use std::collections::BTreeMap;
 use std::fmt;
 use std::io::{self, Write};
 use std::path::Path;
@@ -127,19 +126,6 @@ impl FromStr for EmitTarget {
     }
 }
 
-/// Every built-in kernel (the tour's and the conformance suite's), one per name, sorted by name.
-pub fn builtin_kernels() -> Vec<Kernel> {
-    let mut by_name = BTreeMap::new();
-    // The tour's kernels are conformance kernels too: same name, same body, so one copy is kept.
-    let grid = std::iter::once(conformance::grid::lookback_scan());
-    for k in
-        tour::kernels().into_iter().chain(conformance::examples::kernels()).chain(bench::warp_kernels()).chain(grid)
-    {
-        by_name.entry(k.name().to_string()).or_insert(k);
-    }
-    by_name.into_values().collect()
-}
-
 /// What an emit run did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EmitReport {
@@ -156,17 +142,9 @@ pub struct EmitReport {
 pub fn emit_all(target: &EmitTarget, dir: &Path, log: &mut dyn Write) -> io::Result<EmitReport> {
     assert!(target.is_available(), "emit_all called for an unavailable target {target}");
     std::fs::create_dir_all(dir)?;
-    // The IR dump is traced for the default device, the 32-lane CPU emulator; PTX for CUDA;
-    // SPIR-V for a Vulkan device with that subgroup width and lavapipe's features.
-    let device = Device::cpu();
     let mut report = EmitReport::default();
-    for kernel in builtin_kernels() {
-        let text = match target {
-            EmitTarget::Ptx { arch } => ptx_of(&kernel, arch).map(String::into_bytes),
-            EmitTarget::Spirv { subgroup_size } => spirv_of(&kernel, *subgroup_size),
-            _ => device.trace(&kernel).map(|ir| qd::ir::print_kernel(&ir).into_bytes()).map_err(|e| e.to_string()),
-        };
-        match text {
+    for kernel in builtin::kernels() {
+        match emit_kernel(&kernel, target) {
             Ok(text) => {
                 let path = dir.join(format!("{}.{}", kernel.name(), target.extension()));
                 std::fs::write(&path, text)?;
@@ -179,6 +157,22 @@ pub fn emit_all(target: &EmitTarget, dir: &Path, log: &mut dyn Write) -> io::Res
         }
     }
     Ok(report)
+}
+
+/// The file `qd emit` writes for `kernel` and `target`, or why the target cannot express it. The IR
+/// dump is traced for the default device, the 32-lane CPU emulator; PTX for CUDA; SPIR-V for a
+/// Vulkan device with that subgroup width and lavapipe's features.
+///
+/// The target must be available ([`EmitTarget::is_available`]).
+pub fn emit_kernel(kernel: &Kernel, target: &EmitTarget) -> Result<Vec<u8>, String> {
+    match target {
+        EmitTarget::Ptx { arch } => ptx_of(kernel, arch).map(String::into_bytes),
+        EmitTarget::Spirv { subgroup_size } => spirv_of(kernel, *subgroup_size),
+        EmitTarget::Ir => {
+            Device::cpu().trace(kernel).map(|ir| qd::ir::print_kernel(&ir).into_bytes()).map_err(|e| e.to_string())
+        }
+        EmitTarget::Msl | EmitTarget::Amdgpu { .. } => Err(format!("{target} is not available in this build")),
+    }
 }
 
 /// The SPIR-V binary (little-endian words) of `kernel` for a Vulkan device with `subgroup_size`-lane
@@ -225,14 +219,5 @@ mod tests {
         assert!(EmitTarget::Spirv { subgroup_size: 8 }.is_available());
         assert!(!EmitTarget::Msl.is_available());
         assert_eq!(EmitTarget::Spirv { subgroup_size: 8 }.to_string(), "spirv:sg8");
-    }
-
-    #[test]
-    fn builtin_kernel_names_are_unique_file_names() {
-        let kernels = builtin_kernels();
-        assert!(kernels.len() > 20);
-        for k in &kernels {
-            assert!(k.name().bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'), "{}", k.name());
-        }
     }
 }

@@ -4,7 +4,9 @@
 //! that tests can call it directly.
 
 pub mod bench;
+pub mod builtin;
 pub mod conformance;
+pub mod corpus;
 pub mod emit;
 pub mod runner;
 pub mod tour;

@@ -126,24 +126,6 @@ fn emit_ptx_writes_modules_that_name_their_target() {
     }
 }
 
-/// spirv-val from `$SPIRV_VAL`, else PATH; `None` only with `QD_SKIP_SPIRV_VAL=1` (D9).
-fn spirv_val() -> Option<PathBuf> {
-    let candidates: Vec<PathBuf> = match std::env::var_os("SPIRV_VAL") {
-        Some(p) => vec![PathBuf::from(p)],
-        None => std::env::var_os("PATH")
-            .map(|p| std::env::split_paths(&p).map(|d| d.join("spirv-val")).collect())
-            .unwrap_or_default(),
-    };
-    if let Some(found) = candidates.into_iter().find(|p| p.is_file()) {
-        return Some(found);
-    }
-    if std::env::var("QD_SKIP_SPIRV_VAL").as_deref() == Ok("1") {
-        eprintln!("spirv-val not found: skipped (QD_SKIP_SPIRV_VAL=1)");
-        return None;
-    }
-    panic!("spirv-val is needed to validate SPIR-V (D9) but was not found. Install it with: apt-get install spirv-tools (or set SPIRV_VAL); QD_SKIP_SPIRV_VAL=1 skips");
-}
-
 #[test]
 fn emit_spirv_writes_modules_spirv_val_accepts() {
     for sg in [8, 32] {
@@ -160,12 +142,15 @@ fn emit_spirv_writes_modules_spirv_val_accepts() {
         assert!(out.ends_with(&format!("wrote {} spv files to {}\n", files.len(), dir.display())), "{out}");
         let bytes = std::fs::read(dir.join("warp_reduce_add_i32.spv")).unwrap();
         assert_eq!(&bytes[..4], &0x0723_0203u32.to_le_bytes(), "the SPIR-V magic number");
-        let Some(val) = spirv_val() else { continue };
-        for f in &files {
+        let Some(val) = qd_testkit::SpirvVal::find() else { continue };
+        let rejected: Vec<String> = qd_testkit::par_map(&files, |f| {
             assert_eq!(f.extension().unwrap(), "spv");
-            let v = Command::new(&val).args(["--target-env", "vulkan1.1"]).arg(f).output().unwrap();
-            assert!(v.status.success(), "{}: {}{}", f.display(), stdout(&v), stderr(&v));
-        }
+            val.validate_bytes(&f.display().to_string(), &std::fs::read(f).unwrap(), "vulkan1.1").err()
+        })
+        .into_iter()
+        .flatten()
+        .collect();
+        assert!(rejected.is_empty(), "{}", rejected.join("\n"));
     }
 }
 

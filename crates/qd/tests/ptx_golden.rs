@@ -1507,8 +1507,12 @@ fn atom_supported_follows_target_and_cap() {
 
 // ----- D9: ptxas ----------------------------------------------------------------------------
 
-mod common;
-use common::{ptxas, scratch_dir, try_assemble as assemble};
+use qd_testkit::Ptxas;
+
+/// Assembles `text` for `target` with the kit's ptxas (D9); `Err` holds ptxas's message.
+fn assemble(ptxas: &Ptxas, name: &str, target: PtxTarget, text: &str) -> Result<(), String> {
+    ptxas.assemble(name, &target.to_string(), text)
+}
 
 /// Wraps lines in a minimal kernel with register pools for every class the goldens use.
 fn module(version: &str, target: PtxTarget, lines: &[String]) -> String {
@@ -1531,8 +1535,7 @@ fn module(version: &str, target: PtxTarget, lines: &[String]) -> String {
 
 #[test]
 fn ptxas_assembles_every_golden() {
-    let Some(ptxas) = ptxas() else { return };
-    let dir = scratch_dir("accept");
+    let Some(ptxas) = Ptxas::find() else { return };
     let mut failures = Vec::new();
     let mut count = 0;
     for g in goldens() {
@@ -1541,7 +1544,7 @@ fn ptxas_assembles_every_golden() {
         for v in [version.to_string(), PtxVersion::PTXAS_13_0_MAX.to_string()] {
             count += 1;
             let text = module(&v, g.target, &lines);
-            if let Err(e) = assemble(&ptxas, &dir, &format!("{}_{}", g.name, v.replace('.', "_")), g.target, &text) {
+            if let Err(e) = assemble(&ptxas, &format!("{}_{}", g.name, v.replace('.', "_")), g.target, &text) {
                 failures.push(format!("{} ({}, .version {v}):\n{text}{e}", g.name, g.target));
             }
         }
@@ -1549,12 +1552,11 @@ fn ptxas_assembles_every_golden() {
         if g.target == SM90 {
             count += 1;
             let text = module(&PtxVersion::PTXAS_13_0_MAX.to_string(), SM100A, &lines);
-            if let Err(e) = assemble(&ptxas, &dir, &format!("{}_sm100a", g.name), SM100A, &text) {
+            if let Err(e) = assemble(&ptxas, &format!("{}_sm100a", g.name), SM100A, &text) {
                 failures.push(format!("{} (sm_100a):\n{text}{e}", g.name));
             }
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
     assert!(failures.is_empty(), "ptxas rejected {} of {count} modules:\n{}", failures.len(), failures.join("\n"));
 }
 
@@ -1714,16 +1716,14 @@ fn ptxas_rejects_what_the_printer_refuses() {
     for (line, printer_refused) in &refused {
         assert!(printer_refused, "the printer accepted the equivalent of `{line}`");
     }
-    let Some(ptxas) = ptxas() else { return };
-    let dir = scratch_dir("reject");
+    let Some(ptxas) = Ptxas::find() else { return };
     let mut accepted = Vec::new();
     for (i, (line, _)) in refused.iter().enumerate() {
         let text = module("9.0", SM90, &[line.to_string()]);
-        if assemble(&ptxas, &dir, &format!("reject{i}"), SM90, &text).is_ok() {
+        if assemble(&ptxas, &format!("reject{i}"), SM90, &text).is_ok() {
             accepted.push(*line);
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
     assert!(accepted.is_empty(), "ptxas accepted forms the printer refuses: {accepted:#?}");
 }
 
@@ -1737,8 +1737,7 @@ fn ptxas_version_floors_are_tight() {
         "6.0", "6.1", "6.2", "6.3", "6.4", "6.5", "7.0", "7.1", "7.2", "7.3", "7.4", "7.5", "7.6", "7.7", "7.8", "8.0",
         "8.1", "8.2", "8.3", "8.4", "8.5", "8.6", "8.7", "8.8", "9.0",
     ];
-    let Some(ptxas) = ptxas() else { return };
-    let dir = scratch_dir("tight");
+    let Some(ptxas) = Ptxas::find() else { return };
     let mut loose = Vec::new();
     for g in goldens() {
         let (lines, version) = print(&g);
@@ -1749,10 +1748,9 @@ fn ptxas_version_floors_are_tight() {
         let idx = STEPS.iter().position(|s| *s == v).expect("known PTX ISA version");
         let lower = STEPS[idx - 1];
         let text = module(lower, g.target, &lines);
-        if assemble(&ptxas, &dir, &format!("{}_below", g.name), g.target, &text).is_ok() {
+        if assemble(&ptxas, &format!("{}_below", g.name), g.target, &text).is_ok() {
             loose.push(format!("{} ({}): printed .version {v}, but {lower} assembles", g.name, g.target));
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
     assert!(loose.is_empty(), "feature floors above what ptxas needs:\n{}", loose.join("\n"));
 }

@@ -4,54 +4,12 @@
 use qd::backend::spirv::{lower_kernel, ParamAbi, SpirvCaps, SpirvModule, SpirvTarget};
 use qd::backend::{BackendKind, Target};
 use qd::prelude::*;
-use std::path::PathBuf;
-use std::process::Command;
 
-mod common;
-
-/// How to install spirv-val.
-const SPIRV_VAL_INSTALL: &str = "apt-get install spirv-tools (Debian), or set SPIRV_VAL to a spirv-val binary";
-
-/// spirv-val from `$SPIRV_VAL`, else PATH. `None` only when `QD_SKIP_SPIRV_VAL=1`; otherwise a
-/// missing spirv-val fails the test with the install command (D9).
-fn spirv_val() -> Option<PathBuf> {
-    let candidates: Vec<PathBuf> = match std::env::var_os("SPIRV_VAL") {
-        Some(p) => vec![PathBuf::from(p)],
-        None => std::env::var_os("PATH")
-            .map(|p| std::env::split_paths(&p).map(|d| d.join("spirv-val")).collect())
-            .unwrap_or_default(),
-    };
-    if let Some(found) = candidates.into_iter().find(|p| p.is_file()) {
-        return Some(found);
-    }
-    if std::env::var("QD_SKIP_SPIRV_VAL").as_deref() == Ok("1") {
-        eprintln!("spirv-val not found: skipped (QD_SKIP_SPIRV_VAL=1)");
-        return None;
-    }
-    panic!("spirv-val is needed to validate SPIR-V (D9) but was not found. Install it with: {SPIRV_VAL_INSTALL}; QD_SKIP_SPIRV_VAL=1 skips");
-}
-
-/// Validates a module, failing the test with spirv-val's message and the disassembly.
+/// Validates a module with the kit's spirv-val (D9) for Vulkan 1.1, failing the test with
+/// spirv-val's message and the disassembly.
 fn validate(name: &str, words: &[u32]) {
-    let Some(val) = spirv_val() else { return };
-    let dir = std::env::temp_dir().join(format!("qd-spirv-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join(format!("{name}.spv"));
-    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-    std::fs::write(&file, bytes).unwrap();
-    let out = Command::new(&val)
-        .args(["--target-env", "vulkan1.1"])
-        .arg(&file)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", val.display()));
-    if !out.status.success() {
-        let dis = Command::new(val.with_file_name("spirv-dis")).arg(&file).output().ok();
-        let dis = dis.map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default();
-        panic!(
-            "spirv-val rejected {name}:\n{}{}\n---\n{dis}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+    if let Some(val) = qd_testkit::SpirvVal::find() {
+        val.assert_valid(name, words);
     }
 }
 
@@ -103,30 +61,6 @@ fn smoke() {
             b.set(i, b.get(i) / 3 + i);
         });
     }));
-}
-
-#[test]
-fn the_corpus_validates() {
-    for k in common::corpus::all() {
-        check(&k);
-    }
-}
-
-#[test]
-fn the_abi_of_the_memory_kernel() {
-    let modules = check(&common::corpus::memory());
-
-    let m = &modules[0];
-    assert_eq!(m.shared_bytes, 64 * 4 + 64 * 4 + 8 * 8);
-    let bindings: Vec<u32> = m
-        .params
-        .iter()
-        .map(|p| match p {
-            ParamAbi::Array { binding, .. } => *binding,
-            ParamAbi::Scalar { .. } => 0,
-        })
-        .collect();
-    assert_eq!(bindings, [1, 2, 3, 4]);
 }
 
 /// Lowering `ir` for `sg` lanes fails; returns the error.

@@ -11,10 +11,11 @@ fn cuda() -> Target {
     Target::cuda(90)
 }
 
-mod common;
-
+/// Assembles with the kit's ptxas (D9), failing the test with the module when it is rejected.
 fn assemble(name: &str, text: &str, sm: u32) {
-    common::assemble(name, text, qd::backend::ptx::PtxTarget::sm(sm));
+    if let Some(ptxas) = qd_testkit::Ptxas::find() {
+        ptxas.assert_assembles(name, &format!("sm_{sm}"), text);
+    }
 }
 
 /// Every op on `T` at the full width and at a 8-lane tile, in one kernel.

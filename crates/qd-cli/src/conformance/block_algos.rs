@@ -51,13 +51,12 @@ enum Op {
     Max,
 }
 
-fn case<T: HostNum>(d: &Device, rng: &mut Rng, algo: Algo, op: Op, subgroups: u32) -> CaseResult {
-    if T::DTYPE == qd::ir::DType::F64 && !d.target().caps.f64 {
-        return Ok(Outcome::Skip(format!("{} has no f64", d.name())));
-    }
-    let bd = d.subgroup_size() * subgroups;
-    let name = format!("block_algo_{}_{}", T::NAME, bd);
-    let k = Kernel::range(&name, bd, move |k| {
+/// The subgroup width the kernels [`Case::launching`] names are sized for.
+const NAMED_SUBGROUP_SIZE: u32 = 32;
+
+/// `out[i] = algo_op(a[i])` over blocks of `bd` threads.
+fn algo_kernel<T: HostNum>(name: &str, algo: Algo, op: Op, bd: u32) -> Kernel {
+    Kernel::range(name, bd, move |k| {
         let a = k.array::<T>("a");
         let out = k.array::<T>("out");
         k.parallel_for(0, a.len(), |i| {
@@ -78,7 +77,15 @@ fn case<T: HostNum>(d: &Device, rng: &mut Rng, algo: Algo, op: Op, subgroups: u3
             };
             out.set(i, r);
         });
-    });
+    })
+}
+
+fn case<T: HostNum>(d: &Device, rng: &mut Rng, name: &str, algo: Algo, op: Op, subgroups: u32) -> CaseResult {
+    if T::DTYPE == qd::ir::DType::F64 && !d.target().caps.f64 {
+        return Ok(Outcome::Skip(format!("{} has no f64", d.name())));
+    }
+    let bd = d.subgroup_size() * subgroups;
+    let k = algo_kernel::<T>(name, algo, op, bd);
     let n = bd as usize * 4;
     let a: Vec<T> = values(rng, n);
     let da = d.array_from(&a).map_err(fail)?;
@@ -121,6 +128,26 @@ fn case<T: HostNum>(d: &Device, rng: &mut Rng, algo: Algo, op: Op, subgroups: u3
     Ok(Outcome::Pass)
 }
 
+/// Radix rank of `num_bits` digits from `bit_start` in 256-thread blocks: the ranks, and each
+/// block's digit counts and their exclusive prefix.
+fn radix_rank_kernel(bit_start: u32, num_bits: u32) -> Kernel {
+    Kernel::range(&format!("block_radix_rank_{bit_start}_{num_bits}"), 256, move |k| {
+        let keys = k.array::<u32>("keys");
+        let ranks = k.array::<i32>("ranks");
+        let bins_out = k.array::<i32>("bins");
+        let excl_out = k.array::<i32>("excl");
+        k.parallel_for(0, keys.len(), |i| {
+            let bins = block::shared_array::<i32>(256);
+            let excl = block::shared_array::<i32>(256);
+            let r = block::radix_rank_match_atomic_or(keys.get(i), 256, 8, bit_start, num_bits, bins, excl);
+            let t = block::thread_idx();
+            ranks.set(i, r);
+            bins_out.set(i, bins.get(t));
+            excl_out.set(i, excl.get(t));
+        });
+    })
+}
+
 fn radix_rank_case(d: &Device, rng: &mut Rng, bit_start: u32, num_bits: u32) -> CaseResult {
     let sg = d.subgroup_size();
     if !256u32.is_multiple_of(sg) {
@@ -136,21 +163,7 @@ fn radix_rank_case(d: &Device, rng: &mut Rng, bit_start: u32, num_bits: u32) -> 
             d.name()
         )));
     }
-    let k = Kernel::range(&format!("block_radix_rank_{bit_start}_{num_bits}"), 256, move |k| {
-        let keys = k.array::<u32>("keys");
-        let ranks = k.array::<i32>("ranks");
-        let bins_out = k.array::<i32>("bins");
-        let excl_out = k.array::<i32>("excl");
-        k.parallel_for(0, keys.len(), |i| {
-            let bins = block::shared_array::<i32>(256);
-            let excl = block::shared_array::<i32>(256);
-            let r = block::radix_rank_match_atomic_or(keys.get(i), 256, 8, bit_start, num_bits, bins, excl);
-            let t = block::thread_idx();
-            ranks.set(i, r);
-            bins_out.set(i, bins.get(t));
-            excl_out.set(i, excl.get(t));
-        });
-    });
+    let k = radix_rank_kernel(bit_start, num_bits);
     let n = 256 * 2;
     let keys: Vec<u32> = (0..n).map(|_| rng.next_u64() as u32 >> 8).collect();
     let ka = d.array_from(&keys).map_err(fail)?;
@@ -186,9 +199,13 @@ fn register_dtype<T: HostNum>(cases: &mut Vec<Case>) {
     ] {
         for (op, on) in [(Op::Add, "add"), (Op::Min, "min"), (Op::Max, "max")] {
             for sgs in [1u32, 4] {
-                cases.push(Case::new(format!("block/{an}_{on}/{}/sg_per_block{sgs}", T::NAME), move |d, rng| {
-                    case::<T>(d, rng, algo, op, sgs)
-                }));
+                let id = format!("block/{an}_{on}/{}/sg_per_block{sgs}", T::NAME);
+                let name = id.replace('/', "_");
+                let named = name.clone();
+                cases.push(
+                    Case::new(id, move |d, rng| case::<T>(d, rng, &name, algo, op, sgs))
+                        .launching(move || vec![algo_kernel::<T>(&named, algo, op, NAMED_SUBGROUP_SIZE * sgs)]),
+                );
             }
         }
     }
@@ -203,8 +220,11 @@ pub fn register(cases: &mut Vec<Case>) {
     register_dtype::<f32>(cases);
     register_dtype::<f64>(cases);
     for (start, bits) in [(0, 8), (8, 8), (4, 6)] {
-        cases.push(Case::new(format!("block/radix_rank_match_atomic_or/start{start}_bits{bits}"), move |d, rng| {
-            radix_rank_case(d, rng, start, bits)
-        }));
+        cases.push(
+            Case::new(format!("block/radix_rank_match_atomic_or/start{start}_bits{bits}"), move |d, rng| {
+                radix_rank_case(d, rng, start, bits)
+            })
+            .launching(move || vec![radix_rank_kernel(start, bits)]),
+        );
     }
 }

@@ -912,11 +912,15 @@ pub fn kernels() -> Vec<Kernel> {
 /// Adds this module's cases.
 pub fn register(cases: &mut Vec<Case>) {
     for (id, check) in checks() {
-        cases.push(Case::new(id, move |device, rng| {
-            if let Some(reason) = check.skip_reason(device) {
-                return Ok(Outcome::Skip(reason));
-            }
-            check.run(device, rng).map(|_| Outcome::Pass)
-        }));
+        let kernel = check.kernel.clone();
+        cases.push(
+            Case::new(id, move |device, rng| {
+                if let Some(reason) = check.skip_reason(device) {
+                    return Ok(Outcome::Skip(reason));
+                }
+                check.run(device, rng).map(|_| Outcome::Pass)
+            })
+            .launching(move || vec![kernel.clone()]),
+        );
     }
 }

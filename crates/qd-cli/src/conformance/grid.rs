@@ -119,8 +119,9 @@ fn lookback_case(d: &Device, rng: &mut Rng, log2_n: u32) -> CaseResult {
 /// Adds this module's cases.
 pub fn register(cases: &mut Vec<Case>) {
     for log2_n in [12u32, 20] {
-        cases.push(Case::new(format!("grid/lookback_scan/i64/n2^{log2_n}"), move |d, rng| {
-            lookback_case(d, rng, log2_n)
-        }));
+        cases.push(
+            Case::new(format!("grid/lookback_scan/i64/n2^{log2_n}"), move |d, rng| lookback_case(d, rng, log2_n))
+                .launching(|| vec![lookback_scan()]),
+        );
     }
 }

@@ -16,11 +16,9 @@ fn warp_values(rng: &mut Rng, range: i64) -> Vec<u32> {
     (0..64).map(|_| rng.range_i64(0, range) as u32).collect()
 }
 
-fn match_case(d: &Device, rng: &mut Rng, wide: bool) -> CaseResult {
-    if let Some(s) = needs_nv(d) {
-        return Ok(s);
-    }
-    let k = Kernel::range(if wide { "nv_match_u64" } else { "nv_match_u32" }, 64, move |k| {
+/// `match_any` and `match_all` of each lane's value (widened to u64 with `wide`).
+pub fn match_kernel(wide: bool) -> Kernel {
+    Kernel::range(if wide { "nv_match_u64" } else { "nv_match_u32" }, 64, move |k| {
         let a = k.array::<u32>("a");
         let any = k.array::<u32>("any");
         let all = k.array::<u32>("all");
@@ -36,7 +34,14 @@ fn match_case(d: &Device, rng: &mut Rng, wide: bool) -> CaseResult {
             };
             all.set(i, m + ok.cast::<u32>());
         });
-    });
+    })
+}
+
+fn match_case(d: &Device, rng: &mut Rng, wide: bool) -> CaseResult {
+    if let Some(s) = needs_nv(d) {
+        return Ok(s);
+    }
+    let k = match_kernel(wide);
     // The second warp is all-equal, so match_all holds there.
     let mut a = warp_values(rng, 4);
     let x = a[32];
@@ -58,12 +63,10 @@ fn match_case(d: &Device, rng: &mut Rng, wide: bool) -> CaseResult {
     Ok(Outcome::Pass)
 }
 
-fn redux_case(d: &Device, rng: &mut Rng, op: &'static str, signed: bool) -> CaseResult {
-    if let Some(s) = needs_nv(d) {
-        return Ok(s);
-    }
+/// `redux.sync` with `op` (`add`, `min`, `max`, `and`, `or`, `xor`) on u32 or (`signed`) i32.
+pub fn redux_kernel(op: &'static str, signed: bool) -> Kernel {
     let name = format!("nv_redux_{op}_{}", if signed { "i32" } else { "u32" });
-    let k = Kernel::range(&name, 64, move |k| {
+    Kernel::range(&name, 64, move |k| {
         let a = k.array::<u32>("a");
         let out = k.array::<u32>("out");
         k.parallel_for(0, a.len(), |i| {
@@ -91,7 +94,15 @@ fn redux_case(d: &Device, rng: &mut Rng, op: &'static str, signed: bool) -> Case
             };
             out.set(i, r);
         });
-    });
+    })
+}
+
+fn redux_case(d: &Device, rng: &mut Rng, op: &'static str, signed: bool) -> CaseResult {
+    if let Some(s) = needs_nv(d) {
+        return Ok(s);
+    }
+    let name = format!("nv_redux_{op}_{}", if signed { "i32" } else { "u32" });
+    let k = redux_kernel(op, signed);
     let a: Vec<u32> = (0..64).map(|_| rng.next_u64() as u32).collect();
     let da = d.array_from(&a).map_err(fail)?;
     let out = d.zeros::<u32>(64).map_err(fail)?;
@@ -114,14 +125,9 @@ fn redux_case(d: &Device, rng: &mut Rng, op: &'static str, signed: bool) -> Case
     Ok(Outcome::Pass)
 }
 
-fn elect_and_sregs_case(d: &Device) -> CaseResult {
-    if let Some(s) = needs_nv(d) {
-        return Ok(s);
-    }
-    if d.target().backend == qd::backend::BackendKind::Cuda && d.info().compute_capability.is_some_and(|c| c.0 < 9) {
-        return Ok(Outcome::Skip("elect.sync needs sm_90".into()));
-    }
-    let k = Kernel::explicit("nv_elect_sregs", 64, |k| {
+/// `elect` and the special registers, eight words per thread.
+pub fn elect_and_sregs_kernel() -> Kernel {
+    Kernel::explicit("nv_elect_sregs", 64, |k| {
         let out = k.array::<u32>("out");
         let t = block::thread_idx();
         let (leader, is_leader) = nv::elect();
@@ -134,7 +140,17 @@ fn elect_and_sregs_case(d: &Device) -> CaseResult {
         out.set(base + 5, nv::sreg(NvSreg::Tid(0)).cast::<u32>());
         out.set(base + 6, nv::sreg(NvSreg::Ntid(0)).cast::<u32>());
         out.set(base + 7, nv::sreg(NvSreg::Warpsize).cast::<u32>());
-    });
+    })
+}
+
+fn elect_and_sregs_case(d: &Device) -> CaseResult {
+    if let Some(s) = needs_nv(d) {
+        return Ok(s);
+    }
+    if d.target().backend == qd::backend::BackendKind::Cuda && d.info().compute_capability.is_some_and(|c| c.0 < 9) {
+        return Ok(Outcome::Skip("elect.sync needs sm_90".into()));
+    }
+    let k = elect_and_sregs_kernel();
     let out = d.zeros::<u32>(64 * 8).map_err(fail)?;
     d.launch_grid(&k, 1, &[out.arg()]).map_err(fail)?;
     let mut want = Vec::new();
@@ -147,16 +163,9 @@ fn elect_and_sregs_case(d: &Device) -> CaseResult {
     Ok(Outcome::Pass)
 }
 
-fn mbarrier_case(d: &Device, rng: &mut Rng) -> CaseResult {
-    if let Some(s) = needs_nv(d) {
-        return Ok(s);
-    }
-    if d.target().backend == qd::backend::BackendKind::Cuda && d.info().compute_capability.is_some_and(|c| c.0 < 9) {
-        return Ok(Outcome::Skip("mbarrier.try_wait needs sm_90".into()));
-    }
-    // Two phases: every thread publishes a value, arrives, waits for the phase, then reads a
-    // neighbour's value; the second phase does the same with new values.
-    let k = Kernel::explicit("nv_mbarrier_phases", 128, |k| {
+/// Two mbarrier phases: publish, arrive, wait on the phase, read a neighbour's value.
+pub fn mbarrier_kernel() -> Kernel {
+    Kernel::explicit("nv_mbarrier_phases", 128, |k| {
         let a = k.array::<u32>("a");
         let out = k.array::<u32>("out");
         let bar = block::shared_array::<u64>(1);
@@ -172,7 +181,19 @@ fn mbarrier_case(d: &Device, rng: &mut Rng) -> CaseResult {
             out.set(t + (phase * 128) as i32, data.get(127 - t));
             block::sync();
         }
-    });
+    })
+}
+
+fn mbarrier_case(d: &Device, rng: &mut Rng) -> CaseResult {
+    if let Some(s) = needs_nv(d) {
+        return Ok(s);
+    }
+    if d.target().backend == qd::backend::BackendKind::Cuda && d.info().compute_capability.is_some_and(|c| c.0 < 9) {
+        return Ok(Outcome::Skip("mbarrier.try_wait needs sm_90".into()));
+    }
+    // Two phases: every thread publishes a value, arrives, waits for the phase, then reads a
+    // neighbour's value; the second phase does the same with new values.
+    let k = mbarrier_kernel();
     let a: Vec<u32> = (0..128).map(|_| rng.next_u64() as u32 >> 1).collect();
     let da = d.array_from(&a).map_err(fail)?;
     let out = d.zeros::<u32>(256).map_err(fail)?;
@@ -187,12 +208,22 @@ fn mbarrier_case(d: &Device, rng: &mut Rng) -> CaseResult {
 
 /// Adds this module's cases.
 pub fn register(cases: &mut Vec<Case>) {
-    cases.push(Case::new("nv/match/u32", |d, rng| match_case(d, rng, false)));
-    cases.push(Case::new("nv/match/u64", |d, rng| match_case(d, rng, true)));
-    for op in ["add", "min", "max", "and", "or", "xor"] {
-        cases.push(Case::new(format!("nv/redux_{op}/i32"), move |d, rng| redux_case(d, rng, op, true)));
-        cases.push(Case::new(format!("nv/redux_{op}/u32"), move |d, rng| redux_case(d, rng, op, false)));
+    for (wide, ty) in [(false, "u32"), (true, "u64")] {
+        cases.push(
+            Case::new(format!("nv/match/{ty}"), move |d, rng| match_case(d, rng, wide))
+                .launching(move || vec![match_kernel(wide)]),
+        );
     }
-    cases.push(Case::new("nv/elect_and_sregs", |d, _| elect_and_sregs_case(d)));
-    cases.push(Case::new("nv/mbarrier_phases", mbarrier_case));
+    for op in ["add", "min", "max", "and", "or", "xor"] {
+        for (signed, ty) in [(true, "i32"), (false, "u32")] {
+            cases.push(
+                Case::new(format!("nv/redux_{op}/{ty}"), move |d, rng| redux_case(d, rng, op, signed))
+                    .launching(move || vec![redux_kernel(op, signed)]),
+            );
+        }
+    }
+    cases.push(
+        Case::new("nv/elect_and_sregs", |d, _| elect_and_sregs_case(d)).launching(|| vec![elect_and_sregs_kernel()]),
+    );
+    cases.push(Case::new("nv/mbarrier_phases", mbarrier_case).launching(|| vec![mbarrier_kernel()]));
 }

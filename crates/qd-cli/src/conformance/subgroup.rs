@@ -2,8 +2,10 @@
 //!
 //! Every op × every accepted dtype × every `log2_size` from 0 to 6, with fresh random inputs from the
 //! case's stream and a host reference computed per tile. A case whose tile is wider than the device's
-//! subgroup is skipped. Kernels use blocks of 64 threads (or one subgroup if that is wider) and a
-//! launch of a few blocks, so element `i` sits in lane `i % group_size()` and tile `i / 2^L`.
+//! subgroup is skipped. Kernels use blocks of 64 threads and a launch of a few blocks, so element `i`
+//! sits in lane `i % group_size()` and tile `i / 2^L`. Each case's kernel is named after its id
+//! (`subgroup/reduce_add_tiled/i32/L3` launches `sg_reduce_add_tiled_i32_L3`) and built by one
+//! constructor that both the run and [`Case::launching`] call.
 //!
 //! Checks: tile lane 0 for `reduce_*` (the other lanes are undefined), every lane for everything
 //! else, only in-range lanes for `shuffle_up` / `shuffle_down`, and for the full-subgroup forms also
@@ -15,7 +17,6 @@ use super::{fail, Case, CaseResult, Outcome, Rng};
 use qd::prelude::*;
 use qd::simt::subgroup as sg;
 use qd::simt::subgroup::Shuffle;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Blocks per launch.
 const BLOCKS: usize = 3;
@@ -350,12 +351,15 @@ fn full_fn<T: Shuffle>(fam: Family, op: BinOp) -> fn(Val<T>, Val<i32>) -> Val<T>
 // Device side: one kernel shape for every case
 // ---------------------------------------------------------------------------------------------------
 
-fn block_dim(d: &Device) -> u32 {
-    64u32.max(d.subgroup_size())
-}
+/// Threads per block of every subgroup kernel: a multiple of every subgroup width up to 64.
+const BLOCK: u32 = 64;
 
-fn len(d: &Device) -> usize {
-    block_dim(d) as usize * BLOCKS
+/// The random constant a move case draws (a shuffle offset or lane) fixed for the kernel
+/// [`Case::launching`] names: valid on every width from 4 lanes up.
+const NAMED_MOVE_CONSTANT: u32 = 3;
+
+fn len() -> usize {
+    BLOCK as usize * BLOCKS
 }
 
 fn log2_sg(d: &Device) -> u32 {
@@ -367,22 +371,31 @@ fn too_wide(d: &Device, l: u32) -> Option<Outcome> {
     (l > log2_sg(d)).then(|| Outcome::Skip(format!("needs a subgroup of at least 2^{l} = {} lanes", 1u32 << l)))
 }
 
-/// A kernel name no other kernel on this device has used: the device caches compiled kernels, and
-/// every case's kernel captures different constants.
-fn kernel_name(what: &str) -> String {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    format!("sg_{what}_{}", NEXT.fetch_add(1, Ordering::Relaxed))
+/// The kernel name of a case: its id with `subgroup/` shortened to `sg_` and `/` as `_`
+/// (`subgroup/reduce_add_tiled/i32/L3` launches `sg_reduce_add_tiled_i32_L3`).
+fn kernel_name(case_id: &str) -> String {
+    case_id.replacen("subgroup/", "sg_", 1).replace('/', "_")
 }
 
-/// Runs `f` on every element: `(o1[i], o2[i]) = f(a[i], b[i])`, with blocks of [`block_dim`].
-fn run2<A: Scalar, B: Scalar, R1: Scalar, R2: Scalar>(
-    d: &Device,
-    what: &str,
-    a: &[A],
-    b: &[B],
+/// Adds a case whose kernels `kernels(name)` builds from the case's kernel name; `run` gets the
+/// same name and builds its kernels with the same constructors (see [`Case::launching`]).
+fn push(
+    cases: &mut Vec<Case>,
+    id: String,
+    kernels: impl Fn(&str) -> Vec<Kernel> + Send + Sync + 'static,
+    run: impl Fn(&Device, &mut Rng, &str) -> CaseResult + Send + Sync + 'static,
+) {
+    let name = kernel_name(&id);
+    let run_name = name.clone();
+    cases.push(Case::new(id, move |d, rng| run(d, rng, &run_name)).launching(move || kernels(&name)));
+}
+
+/// The kernel shape of every case: `(o1[i], o2[i]) = f(a[i], b[i])` in blocks of [`BLOCK`].
+fn kernel2<A: Scalar, B: Scalar, R1: Scalar, R2: Scalar>(
+    name: &str,
     f: impl Fn(Val<A>, Val<B>) -> (Val<R1>, Val<R2>) + Send + Sync + 'static,
-) -> Result<(Vec<R1>, Vec<R2>), String> {
-    let kernel = Kernel::range(&kernel_name(what), block_dim(d), move |k| {
+) -> Kernel {
+    Kernel::range(name, BLOCK, move |k| {
         let a = k.array::<A>("a");
         let b = k.array::<B>("b");
         let o1 = k.array::<R1>("o1");
@@ -392,27 +405,37 @@ fn run2<A: Scalar, B: Scalar, R1: Scalar, R2: Scalar>(
             o1.set(i, r1);
             o2.set(i, r2);
         });
-    });
+    })
+}
+
+/// `o1[i] = f(a[i], b[i])` (`o2` is written with zeros).
+fn kernel1<A: Scalar, B: Scalar, R: Scalar>(
+    name: &str,
+    f: impl Fn(Val<A>, Val<B>) -> Val<R> + Send + Sync + 'static,
+) -> Kernel {
+    kernel2(name, move |x, y| (f(x, y), Val::<u32>::constant(0)))
+}
+
+/// Launches a [`kernel2`] on `a` and `b`; returns both outputs.
+fn run2<A: Scalar, B: Scalar, R1: Scalar, R2: Scalar>(
+    d: &Device,
+    kernel: &Kernel,
+    a: &[A],
+    b: &[B],
+) -> Result<(Vec<R1>, Vec<R2>), String> {
+    if d.subgroup_size() > BLOCK {
+        return Err(format!("{} has {}-lane subgroups; the cases use blocks of {BLOCK}", d.name(), d.subgroup_size()));
+    }
     let n = a.len();
     let (da, db) = (d.array_from(a).map_err(fail)?, d.array_from(b).map_err(fail)?);
     let (o1, o2) = (d.zeros::<R1>(n).map_err(fail)?, d.zeros::<R2>(n).map_err(fail)?);
-    d.launch(&kernel, &[da.arg(), db.arg(), o1.arg(), o2.arg()]).map_err(fail)?;
+    d.launch(kernel, &[da.arg(), db.arg(), o1.arg(), o2.arg()]).map_err(fail)?;
     Ok((o1.to_vec().map_err(fail)?, o2.to_vec().map_err(fail)?))
 }
 
-/// `o[i] = f(a[i], b[i])`.
-fn run1<A: Scalar, B: Scalar, R: Scalar>(
-    d: &Device,
-    what: &str,
-    a: &[A],
-    b: &[B],
-    f: impl Fn(Val<A>, Val<B>) -> Val<R> + Send + Sync + 'static,
-) -> Result<Vec<R>, String> {
-    Ok(run2(d, what, a, b, move |x, y| {
-        let r = f(x, y);
-        (r, Val::<u32>::constant(0))
-    })?
-    .0)
+/// Launches a [`kernel1`]; returns its output.
+fn run1<A: Scalar, B: Scalar, R: Scalar>(d: &Device, kernel: &Kernel, a: &[A], b: &[B]) -> Result<Vec<R>, String> {
+    Ok(run2::<A, B, R, u32>(d, kernel, a, b)?.0)
 }
 
 /// Compares `got` with `want` bit for bit on the lanes `check` selects, naming the first mismatch
@@ -457,13 +480,35 @@ fn draw_heads(rng: &mut Rng, n: usize) -> Vec<i32> {
 // Reductions and scans
 // ---------------------------------------------------------------------------------------------------
 
-fn reduction_case<T: HostNum>(d: &Device, rng: &mut Rng, fam: Family, op: BinOp, l: Option<u32>) -> CaseResult {
+/// A reduction or scan: `l = Some(L)` the tiled form; `None` the full form beside the tiled form
+/// at the subgroup's width (`o1`, `o2`).
+fn reduction_kernel<T: HostNum>(name: &str, fam: Family, op: BinOp, l: Option<u32>) -> Kernel {
+    match l {
+        Some(l) => {
+            let f = tiled_fn::<T>(fam, op);
+            kernel1(name, move |v: Val<T>, h: Val<i32>| f(v, h, l))
+        }
+        None => {
+            let (f, t) = (full_fn::<T>(fam, op), tiled_fn::<T>(fam, op));
+            kernel2(name, move |v: Val<T>, h: Val<i32>| (f(v, h), t(v, h, sg::log2_group_size())))
+        }
+    }
+}
+
+fn reduction_case<T: HostNum>(
+    d: &Device,
+    rng: &mut Rng,
+    name: &str,
+    fam: Family,
+    op: BinOp,
+    l: Option<u32>,
+) -> CaseResult {
     let lsg = log2_sg(d);
     let tl = l.unwrap_or(lsg);
     if let Some(skip) = too_wide(d, tl) {
         return Ok(skip);
     }
-    let n = len(d);
+    let n = len();
     let vals: Vec<T> = draw(rng, n, op.dist());
     let heads = draw_heads(rng, n);
     let tile = 1usize << tl;
@@ -471,18 +516,14 @@ fn reduction_case<T: HostNum>(d: &Device, rng: &mut Rng, fam: Family, op: BinOp,
     let lane0_only = fam == Family::Reduce;
     let sgs = d.subgroup_size() as usize;
     let what = format!("{}{}", fam.prefix(), op.name());
-    match l {
-        Some(l) => {
-            let f = tiled_fn::<T>(fam, op);
-            let got = run1(d, &what, &vals, &heads, move |v, h| f(v, h, l))?;
-            check(&what, &got, &want, sgs, tile, |i| !lane0_only || i.is_multiple_of(tile))?;
-        }
-        None => {
-            let (f, t) = (full_fn::<T>(fam, op), tiled_fn::<T>(fam, op));
-            let (full, tiled) = run2(d, &what, &vals, &heads, move |v, h| (f(v, h), t(v, h, sg::log2_group_size())))?;
-            check(&format!("{what} (full vs tiled)"), &full, &tiled, sgs, tile, |_| true)?;
-            check(&what, &full, &want, sgs, tile, |i| !lane0_only || i.is_multiple_of(tile))?;
-        }
+    let kernel = reduction_kernel::<T>(name, fam, op, l);
+    if l.is_some() {
+        let got: Vec<T> = run1(d, &kernel, &vals, &heads)?;
+        check(&what, &got, &want, sgs, tile, |i| !lane0_only || i.is_multiple_of(tile))?;
+    } else {
+        let (full, tiled): (Vec<T>, Vec<T>) = run2(d, &kernel, &vals, &heads)?;
+        check(&format!("{what} (full vs tiled)"), &full, &tiled, sgs, tile, |_| true)?;
+        check(&what, &full, &want, sgs, tile, |i| !lane0_only || i.is_multiple_of(tile))?;
     }
     Ok(Outcome::Pass)
 }
@@ -494,13 +535,17 @@ fn register_reductions<T: HostNum>(cases: &mut Vec<Case>) {
                 continue;
             }
             let name = format!("{}{}", fam.prefix(), op.name());
-            cases.push(Case::new(format!("subgroup/{name}/{}", T::NAME), move |d, rng| {
-                reduction_case::<T>(d, rng, fam, op, None)
-            }));
-            for l in 0..=MAX_L {
-                cases.push(Case::new(format!("subgroup/{name}_tiled/{}/L{l}", T::NAME), move |d, rng| {
-                    reduction_case::<T>(d, rng, fam, op, Some(l))
-                }));
+            for l in std::iter::once(None).chain((0..=MAX_L).map(Some)) {
+                let id = match l {
+                    None => format!("subgroup/{name}/{}", T::NAME),
+                    Some(l) => format!("subgroup/{name}_tiled/{}/L{l}", T::NAME),
+                };
+                push(
+                    cases,
+                    id,
+                    move |k| vec![reduction_kernel::<T>(k, fam, op, l)],
+                    move |d, rng, k| reduction_case::<T>(d, rng, k, fam, op, l),
+                );
             }
         }
     }
@@ -510,12 +555,26 @@ fn register_reductions<T: HostNum>(cases: &mut Vec<Case>) {
 // Bitonic sort
 // ---------------------------------------------------------------------------------------------------
 
-fn sort_case<K: HostNum, V: HostNum>(d: &Device, rng: &mut Rng, l: Option<u32>) -> CaseResult {
+/// The sort's kernels: the tiled form for `Some(L)`; for `None` the full form, then the tiled form
+/// at the subgroup's width (a second kernel, `<name>_as_tiled`).
+fn sort_kernels<K: HostNum, V: HostNum>(name: &str, l: Option<u32>) -> Vec<Kernel> {
+    match l {
+        Some(l) => vec![kernel2(name, move |k: Val<K>, v: Val<V>| sg::bitonic_sort_kv_tiled(k, v, l))],
+        None => vec![
+            kernel2(name, |k: Val<K>, v: Val<V>| sg::bitonic_sort_kv(k, v)),
+            kernel2(&format!("{name}_as_tiled"), |k: Val<K>, v: Val<V>| {
+                sg::bitonic_sort_kv_tiled(k, v, sg::log2_group_size())
+            }),
+        ],
+    }
+}
+
+fn sort_case<K: HostNum, V: HostNum>(d: &Device, rng: &mut Rng, name: &str, l: Option<u32>) -> CaseResult {
     let tl = l.unwrap_or(log2_sg(d));
     if let Some(skip) = too_wide(d, tl) {
         return Ok(skip);
     }
-    let n = len(d);
+    let n = len();
     let tile = 1usize << tl;
     // Few distinct keys, so the (key, value) tie-break is exercised; values with ties too.
     let keys: Vec<K> = draw(rng, n, Dist::Few((tile as u32 / 2).max(2)));
@@ -538,17 +597,13 @@ fn sort_case<K: HostNum, V: HostNum>(d: &Device, rng: &mut Rng, l: Option<u32>) 
         want_v.extend(pairs.iter().map(|p| p.1));
     }
     let sgs = d.subgroup_size() as usize;
-    let (got_k, got_v) = match l {
-        Some(l) => run2(d, "sort", &keys, &vals, move |k, v| sg::bitonic_sort_kv_tiled(k, v, l))?,
-        None => {
-            let (k1, v1) = run2(d, "sort", &keys, &vals, |k, v| sg::bitonic_sort_kv(k, v))?;
-            let (k2, v2) =
-                run2(d, "sort_tiled", &keys, &vals, |k, v| sg::bitonic_sort_kv_tiled(k, v, sg::log2_group_size()))?;
-            check("keys (full vs tiled)", &k1, &k2, sgs, tile, |_| true)?;
-            check("values (full vs tiled)", &v1, &v2, sgs, tile, |_| true)?;
-            (k1, v1)
-        }
-    };
+    let kernels = sort_kernels::<K, V>(name, l);
+    let (got_k, got_v): (Vec<K>, Vec<V>) = run2(d, &kernels[0], &keys, &vals)?;
+    if let Some(as_tiled) = kernels.get(1) {
+        let (k2, v2): (Vec<K>, Vec<V>) = run2(d, as_tiled, &keys, &vals)?;
+        check("keys (full vs tiled)", &got_k, &k2, sgs, tile, |_| true)?;
+        check("values (full vs tiled)", &got_v, &v2, sgs, tile, |_| true)?;
+    }
     check("keys", &got_k, &want_k, sgs, tile, |_| true)?;
     check("values", &got_v, &want_v, sgs, tile, |_| true)?;
     Ok(Outcome::Pass)
@@ -557,11 +612,12 @@ fn sort_case<K: HostNum, V: HostNum>(d: &Device, rng: &mut Rng, l: Option<u32>) 
 fn register_sort_for_key<K: HostNum>(cases: &mut Vec<Case>) {
     fn one<K: HostNum, V: HostNum>(cases: &mut Vec<Case>) {
         let kv = format!("{}_{}", K::NAME, V::NAME);
-        cases.push(Case::new(format!("subgroup/bitonic_sort_kv/{kv}"), |d, rng| sort_case::<K, V>(d, rng, None)));
-        for l in 0..=MAX_L {
-            cases.push(Case::new(format!("subgroup/bitonic_sort_kv_tiled/{kv}/L{l}"), move |d, rng| {
-                sort_case::<K, V>(d, rng, Some(l))
-            }));
+        for l in std::iter::once(None).chain((0..=MAX_L).map(Some)) {
+            let id = match l {
+                None => format!("subgroup/bitonic_sort_kv/{kv}"),
+                Some(l) => format!("subgroup/bitonic_sort_kv_tiled/{kv}/L{l}"),
+            };
+            push(cases, id, move |k| sort_kernels::<K, V>(k, l), move |d, rng, k| sort_case::<K, V>(d, rng, k, l));
         }
     }
     one::<K, i32>(cases);
@@ -599,21 +655,26 @@ impl Move {
     }
 }
 
-fn move_case<T: HostNum>(d: &Device, rng: &mut Rng, mv: Move) -> CaseResult {
-    let n = len(d);
+/// A data movement: `shuffle` takes per-lane sources from `b`; the others a compile-time `c`.
+fn move_kernel<T: HostNum>(name: &str, mv: Move, c: u32) -> Kernel {
+    match mv {
+        Move::Shuffle => kernel1(name, |v: Val<T>, s: Val<u32>| sg::shuffle(v, s)),
+        Move::Up => kernel1(name, move |v: Val<T>, _: Val<u32>| sg::shuffle_up(v, c)),
+        Move::Down => kernel1(name, move |v: Val<T>, _: Val<u32>| sg::shuffle_down(v, c)),
+        Move::Xor => kernel1(name, move |v: Val<T>, _: Val<u32>| sg::shuffle_xor(v, c)),
+        Move::Broadcast => kernel1(name, move |v: Val<T>, _: Val<u32>| sg::broadcast(v, c)),
+        Move::BroadcastFirst => kernel1(name, |v: Val<T>, _: Val<u32>| sg::broadcast_first(v)),
+    }
+}
+
+fn move_case<T: HostNum>(d: &Device, rng: &mut Rng, name: &str, mv: Move) -> CaseResult {
+    let n = len();
     let sgs = d.subgroup_size() as usize;
     let vals: Vec<T> = draw(rng, n, Dist::Any);
     // Per-lane source lanes for shuffle; one constant offset / mask / lane for the others.
     let src: Vec<u32> = (0..n).map(|_| rng.range_i64(0, sgs as i64) as u32).collect();
     let c = rng.range_i64(0, sgs as i64) as u32;
-    let got: Vec<T> = match mv {
-        Move::Shuffle => run1(d, mv.name(), &vals, &src, |v, s| sg::shuffle(v, s))?,
-        Move::Up => run1(d, mv.name(), &vals, &src, move |v, _| sg::shuffle_up(v, c))?,
-        Move::Down => run1(d, mv.name(), &vals, &src, move |v, _| sg::shuffle_down(v, c))?,
-        Move::Xor => run1(d, mv.name(), &vals, &src, move |v, _| sg::shuffle_xor(v, c))?,
-        Move::Broadcast => run1(d, mv.name(), &vals, &src, move |v, _| sg::broadcast(v, c))?,
-        Move::BroadcastFirst => run1(d, mv.name(), &vals, &src, |v, _| sg::broadcast_first(v))?,
-    };
+    let got: Vec<T> = run1(d, &move_kernel::<T>(name, mv, c), &vals, &src)?;
     let c = c as usize;
     let mut want = vals.clone();
     let mut valid = vec![true; n];
@@ -638,7 +699,12 @@ fn move_case<T: HostNum>(d: &Device, rng: &mut Rng, mv: Move) -> CaseResult {
 
 fn register_moves<T: HostNum>(cases: &mut Vec<Case>) {
     for mv in [Move::Shuffle, Move::Up, Move::Down, Move::Xor, Move::Broadcast, Move::BroadcastFirst] {
-        cases.push(Case::new(format!("subgroup/{}/{}", mv.name(), T::NAME), move |d, rng| move_case::<T>(d, rng, mv)));
+        push(
+            cases,
+            format!("subgroup/{}/{}", mv.name(), T::NAME),
+            move |k| vec![move_kernel::<T>(k, mv, NAMED_MOVE_CONSTANT)],
+            move |d, rng, k| move_case::<T>(d, rng, k, mv),
+        );
     }
 }
 
@@ -668,12 +734,25 @@ fn draw_predicates(rng: &mut Rng, n: usize, tile: usize) -> Vec<i32> {
     p
 }
 
-fn vote_case(d: &Device, rng: &mut Rng, all: bool, l: Option<u32>) -> CaseResult {
+/// `all_true` / `any_true`: the tiled form for `Some(L)`, else the full form beside the tiled form
+/// at the subgroup's width.
+fn vote_kernel(name: &str, all: bool, l: Option<u32>) -> Kernel {
+    let tiled = move |x: Val<i32>, l: u32| if all { sg::all_true_tiled(x, l) } else { sg::any_true_tiled(x, l) };
+    match l {
+        Some(l) => kernel1(name, move |x: Val<i32>, _: Val<i32>| tiled(x, l)),
+        None => kernel2(name, move |x: Val<i32>, _: Val<i32>| {
+            let full = if all { sg::all_true(x) } else { sg::any_true(x) };
+            (full, tiled(x, sg::log2_group_size()))
+        }),
+    }
+}
+
+fn vote_case(d: &Device, rng: &mut Rng, name: &str, all: bool, l: Option<u32>) -> CaseResult {
     let tl = l.unwrap_or(log2_sg(d));
     if let Some(skip) = too_wide(d, tl) {
         return Ok(skip);
     }
-    let (n, tile, sgs) = (len(d), 1usize << tl, d.subgroup_size() as usize);
+    let (n, tile, sgs) = (len(), 1usize << tl, d.subgroup_size() as usize);
     let p = draw_predicates(rng, n, tile);
     let want: Vec<i32> = p
         .chunks(tile)
@@ -683,31 +762,13 @@ fn vote_case(d: &Device, rng: &mut Rng, all: bool, l: Option<u32>) -> CaseResult
         })
         .collect();
     let what = if all { "all_true" } else { "any_true" };
-    let got = match l {
-        Some(l) => run1(
-            d,
-            what,
-            &p,
-            &p,
-            move |x: Val<i32>, _| {
-                if all {
-                    sg::all_true_tiled(x, l)
-                } else {
-                    sg::any_true_tiled(x, l)
-                }
-            },
-        )?,
-        None => {
-            let (full, tiled) = run2(d, what, &p, &p, move |x: Val<i32>, _| {
-                if all {
-                    (sg::all_true(x), sg::all_true_tiled(x, sg::log2_group_size()))
-                } else {
-                    (sg::any_true(x), sg::any_true_tiled(x, sg::log2_group_size()))
-                }
-            })?;
-            check(&format!("{what} (full vs tiled)"), &full, &tiled, sgs, tile, |_| true)?;
-            full
-        }
+    let kernel = vote_kernel(name, all, l);
+    let got: Vec<i32> = if l.is_some() {
+        run1(d, &kernel, &p, &p)?
+    } else {
+        let (full, tiled): (Vec<i32>, Vec<i32>) = run2(d, &kernel, &p, &p)?;
+        check(&format!("{what} (full vs tiled)"), &full, &tiled, sgs, tile, |_| true)?;
+        full
     };
     check(what, &got, &want, sgs, tile, |_| true)?;
     Ok(Outcome::Pass)
@@ -761,46 +822,52 @@ fn draw_equal_patterns<T: HostNum>(rng: &mut Rng, n: usize, tile: usize, contrac
     out
 }
 
-fn all_equal_case<T: HostNum>(d: &Device, rng: &mut Rng, l: Option<u32>, contract: bool) -> CaseResult {
+/// `all_equal`: the tiled form for `Some(L)`, else the full form beside the tiled form at the
+/// subgroup's width.
+fn all_equal_kernel<T: HostNum>(name: &str, l: Option<u32>) -> Kernel {
+    match l {
+        Some(l) => kernel1(name, move |x: Val<T>, _: Val<T>| sg::all_equal_tiled(x, l)),
+        None => kernel2(name, |x: Val<T>, _: Val<T>| (sg::all_equal(x), sg::all_equal_tiled(x, sg::log2_group_size()))),
+    }
+}
+
+fn all_equal_case<T: HostNum>(d: &Device, rng: &mut Rng, name: &str, l: Option<u32>, contract: bool) -> CaseResult {
     let tl = l.unwrap_or(log2_sg(d));
     if let Some(skip) = too_wide(d, tl) {
         return Ok(skip);
     }
-    let (n, tile, sgs) = (len(d), 1usize << tl, d.subgroup_size() as usize);
+    let (n, tile, sgs) = (len(), 1usize << tl, d.subgroup_size() as usize);
     let vals: Vec<T> = draw_equal_patterns(rng, n, tile, contract);
     // Native ==: NaN unequal (even to itself), +0 == -0.
     let want: Vec<i32> =
         vals.chunks(tile).flat_map(|c| std::iter::repeat_n(c.iter().all(|x| *x == c[0]) as i32, tile)).collect();
-    let got = match l {
-        Some(l) => run1(d, "all_equal", &vals, &vals, move |x: Val<T>, _| sg::all_equal_tiled(x, l))?,
-        None => {
-            let (full, tiled) = run2(d, "all_equal", &vals, &vals, |x: Val<T>, _| {
-                (sg::all_equal(x), sg::all_equal_tiled(x, sg::log2_group_size()))
-            })?;
-            check("all_equal (full vs tiled)", &full, &tiled, sgs, tile, |_| true)?;
-            full
-        }
+    let kernel = all_equal_kernel::<T>(name, l);
+    let got: Vec<i32> = if l.is_some() {
+        run1(d, &kernel, &vals, &vals)?
+    } else {
+        let (full, tiled): (Vec<i32>, Vec<i32>) = run2(d, &kernel, &vals, &vals)?;
+        check("all_equal (full vs tiled)", &full, &tiled, sgs, tile, |_| true)?;
+        full
     };
     check("all_equal", &got, &want, sgs, tile, |_| true)?;
     Ok(Outcome::Pass)
 }
 
 fn register_all_equal<T: HostNum>(cases: &mut Vec<Case>) {
-    cases.push(Case::new(format!("subgroup/all_equal/{}", T::NAME), |d, rng| all_equal_case::<T>(d, rng, None, false)));
-    for l in 0..=MAX_L {
-        cases.push(Case::new(format!("subgroup/all_equal_tiled/{}/L{l}", T::NAME), move |d, rng| {
-            all_equal_case::<T>(d, rng, Some(l), false)
-        }));
-    }
-    if !T::IS_INT {
-        cases.push(Case::new(format!("subgroup/all_equal/{}/float_contract", T::NAME), |d, rng| {
-            all_equal_case::<T>(d, rng, None, true)
-        }));
-        for l in 0..=MAX_L {
-            cases
-                .push(Case::new(format!("subgroup/all_equal_tiled/{}/float_contract/L{l}", T::NAME), move |d, rng| {
-                    all_equal_case::<T>(d, rng, Some(l), true)
-                }));
+    let contracts: &[bool] = if T::IS_INT { &[false] } else { &[false, true] };
+    for &contract in contracts {
+        let suffix = if contract { "/float_contract" } else { "" };
+        for l in std::iter::once(None).chain((0..=MAX_L).map(Some)) {
+            let id = match l {
+                None => format!("subgroup/all_equal/{}{suffix}", T::NAME),
+                Some(l) => format!("subgroup/all_equal_tiled/{}{suffix}/L{l}", T::NAME),
+            };
+            push(
+                cases,
+                id,
+                move |k| vec![all_equal_kernel::<T>(k, l)],
+                move |d, rng, k| all_equal_case::<T>(d, rng, k, l, contract),
+            );
         }
     }
 }
@@ -819,25 +886,34 @@ fn host_ballot(p: &[i32], sgs: usize) -> Vec<u64> {
         .collect()
 }
 
-fn ballot_case(d: &Device, rng: &mut Rng, as_bool: bool) -> CaseResult {
-    let (n, sgs) = (len(d), d.subgroup_size() as usize);
+/// `ballot` of an `i32` predicate, or of a `bool` (`as_bool`).
+fn ballot_kernel(name: &str, as_bool: bool) -> Kernel {
+    if as_bool {
+        kernel1(name, |x: Val<i32>, _: Val<i32>| sg::ballot(x.ne(0)))
+    } else {
+        kernel1(name, |x: Val<i32>, _: Val<i32>| sg::ballot(x))
+    }
+}
+
+fn ballot_case(d: &Device, rng: &mut Rng, name: &str, as_bool: bool) -> CaseResult {
+    let (n, sgs) = (len(), d.subgroup_size() as usize);
     let p = draw_predicates(rng, n, 4.min(sgs));
     let want = host_ballot(&p, sgs);
-    let got = if as_bool {
-        run1(d, "ballot", &p, &p, |x: Val<i32>, _| sg::ballot(x.ne(0)))?
-    } else {
-        run1(d, "ballot", &p, &p, |x: Val<i32>, _| sg::ballot(x))?
-    };
+    let got: Vec<u64> = run1(d, &ballot_kernel(name, as_bool), &p, &p)?;
     check("ballot", &got, &want, sgs, sgs, |_| true)?;
     Ok(Outcome::Pass)
 }
 
-fn ballot_first_n_case(d: &Device, rng: &mut Rng, nb: u32) -> CaseResult {
-    let (n, sgs) = (len(d), d.subgroup_size() as usize);
+fn ballot_first_n_kernel(name: &str, nb: u32) -> Kernel {
+    kernel1(name, move |x: Val<i32>, _: Val<i32>| sg::ballot_first_n(x, nb))
+}
+
+fn ballot_first_n_case(d: &Device, rng: &mut Rng, name: &str, nb: u32) -> CaseResult {
+    let (n, sgs) = (len(), d.subgroup_size() as usize);
     let p = draw_predicates(rng, n, 4.min(sgs));
     let low = if nb == 32 { u32::MAX } else { (1u32 << nb) - 1 };
     let want: Vec<u32> = host_ballot(&p, sgs).into_iter().map(|m| m as u32 & low).collect();
-    let got = run1(d, "ballot_first_n", &p, &p, move |x: Val<i32>, _| sg::ballot_first_n(x, nb))?;
+    let got: Vec<u32> = run1(d, &ballot_first_n_kernel(name, nb), &p, &p)?;
     check("ballot_first_n", &got, &want, sgs, sgs, |_| true)?;
     Ok(Outcome::Pass)
 }
@@ -875,12 +951,8 @@ impl Mask {
     }
 }
 
-fn lanemask_case(d: &Device, rng: &mut Rng, m: Mask, own_lane: bool) -> CaseResult {
-    let (n, sgs) = (len(d), d.subgroup_size() as usize);
-    // Either this lane's id (lanes 0..31 only are meaningful) or a random id in 0..=31 per lane.
-    let ids: Vec<u32> =
-        (0..n).map(|i| if own_lane { (i % sgs % 32) as u32 } else { rng.range_i64(0, 32) as u32 }).collect();
-    let want: Vec<u32> = ids.iter().map(|&id| m.host(id)).collect();
+/// A lane mask of the id in `a`, or (`own_lane`) of `invocation_id()` on lanes 0..31.
+fn lanemask_kernel(name: &str, m: Mask, own_lane: bool) -> Kernel {
     let f: fn(Val<u32>) -> Val<u32> = match m {
         Mask::Lt => |x| sg::lanemask_lt(x),
         Mask::Le => |x| sg::lanemask_le(x),
@@ -888,24 +960,31 @@ fn lanemask_case(d: &Device, rng: &mut Rng, m: Mask, own_lane: bool) -> CaseResu
         Mask::Gt => |x| sg::lanemask_gt(x),
         Mask::Ge => |x| sg::lanemask_ge(x),
     };
-    let got = if own_lane {
-        run1(d, m.name(), &ids, &ids, move |x: Val<u32>, _| {
+    if own_lane {
+        kernel1(name, move |x: Val<u32>, _: Val<u32>| {
             // invocation_id() on lanes 0..31, the same id the host used elsewhere.
             let lane = sg::invocation_id().cast::<u32>();
             f(select(lane.lt(32u32), lane, x))
-        })?
+        })
     } else {
-        run1(d, m.name(), &ids, &ids, move |x: Val<u32>, _| f(x))?
-    };
+        kernel1(name, move |x: Val<u32>, _: Val<u32>| f(x))
+    }
+}
+
+fn lanemask_case(d: &Device, rng: &mut Rng, name: &str, m: Mask, own_lane: bool) -> CaseResult {
+    let (n, sgs) = (len(), d.subgroup_size() as usize);
+    // Either this lane's id (lanes 0..31 only are meaningful) or a random id in 0..=31 per lane.
+    let ids: Vec<u32> =
+        (0..n).map(|i| if own_lane { (i % sgs % 32) as u32 } else { rng.range_i64(0, 32) as u32 }).collect();
+    let want: Vec<u32> = ids.iter().map(|&id| m.host(id)).collect();
+    let got: Vec<u32> = run1(d, &lanemask_kernel(name, m, own_lane), &ids, &ids)?;
     check(m.name(), &got, &want, sgs, sgs, |_| true)?;
     Ok(Outcome::Pass)
 }
 
 /// Identification and control: invocation_id, group_size, log2_group_size, elect, sync, mem_fence.
-fn identity_case(d: &Device, what: &'static str) -> CaseResult {
-    let (n, sgs) = (len(d), d.subgroup_size() as usize);
-    let zeros = vec![0u32; n];
-    let got: Vec<u32> = run1(d, what, &zeros, &zeros, move |_: Val<u32>, _: Val<u32>| match what {
+fn identity_kernel(name: &str, what: &'static str) -> Kernel {
+    kernel1(name, move |_: Val<u32>, _: Val<u32>| match what {
         "invocation_id" => sg::invocation_id().cast::<u32>(),
         "group_size" => Val::constant(sg::group_size()),
         "log2_group_size" => Val::constant(sg::log2_group_size()),
@@ -923,7 +1002,13 @@ fn identity_case(d: &Device, what: &'static str) -> CaseResult {
             sg::mem_fence();
             r
         }
-    })?;
+    })
+}
+
+fn identity_case(d: &Device, name: &str, what: &'static str) -> CaseResult {
+    let (n, sgs) = (len(), d.subgroup_size() as usize);
+    let zeros = vec![0u32; n];
+    let got: Vec<u32> = run1(d, &identity_kernel(name, what), &zeros, &zeros)?;
     let want: Vec<u32> = (0..n)
         .map(|i| {
             let lane = (i % sgs) as u32;
@@ -952,27 +1037,50 @@ pub fn register(cases: &mut Vec<Case>) {
 
     // Identification and control.
     for what in ["invocation_id", "group_size", "log2_group_size", "elect", "sync", "mem_fence"] {
-        cases.push(Case::new(format!("subgroup/{what}"), move |d, _| identity_case(d, what)));
+        push(
+            cases,
+            format!("subgroup/{what}"),
+            move |k| vec![identity_kernel(k, what)],
+            move |d, _, k| identity_case(d, k, what),
+        );
     }
 
     // Ballots and lane masks.
-    cases.push(Case::new("subgroup/ballot/i32", |d, rng| ballot_case(d, rng, false)));
-    cases.push(Case::new("subgroup/ballot/bool", |d, rng| ballot_case(d, rng, true)));
+    for (as_bool, ty) in [(false, "i32"), (true, "bool")] {
+        push(
+            cases,
+            format!("subgroup/ballot/{ty}"),
+            move |k| vec![ballot_kernel(k, as_bool)],
+            move |d, rng, k| ballot_case(d, rng, k, as_bool),
+        );
+    }
     for nb in [1, 4, 8, 16, 24, 31, 32] {
-        cases.push(Case::new(format!("subgroup/ballot_first_n/n{nb}"), move |d, rng| ballot_first_n_case(d, rng, nb)));
+        push(
+            cases,
+            format!("subgroup/ballot_first_n/n{nb}"),
+            move |k| vec![ballot_first_n_kernel(k, nb)],
+            move |d, rng, k| ballot_first_n_case(d, rng, k, nb),
+        );
     }
     for m in [Mask::Lt, Mask::Le, Mask::Eq, Mask::Gt, Mask::Ge] {
-        cases.push(Case::new(format!("subgroup/{}/u32", m.name()), move |d, rng| lanemask_case(d, rng, m, false)));
-        cases.push(Case::new(format!("subgroup/{}/invocation_id", m.name()), move |d, rng| {
-            lanemask_case(d, rng, m, true)
-        }));
+        for (own_lane, of) in [(false, "u32"), (true, "invocation_id")] {
+            push(
+                cases,
+                format!("subgroup/{}/{of}", m.name()),
+                move |k| vec![lanemask_kernel(k, m, own_lane)],
+                move |d, rng, k| lanemask_case(d, rng, k, m, own_lane),
+            );
+        }
     }
 
     // Votes.
     for (all, name) in [(true, "all_true"), (false, "any_true")] {
-        cases.push(Case::new(format!("subgroup/{name}"), move |d, rng| vote_case(d, rng, all, None)));
-        for l in 0..=MAX_L {
-            cases.push(Case::new(format!("subgroup/{name}_tiled/L{l}"), move |d, rng| vote_case(d, rng, all, Some(l))));
+        for l in std::iter::once(None).chain((0..=MAX_L).map(Some)) {
+            let id = match l {
+                None => format!("subgroup/{name}"),
+                Some(l) => format!("subgroup/{name}_tiled/L{l}"),
+            };
+            push(cases, id, move |k| vec![vote_kernel(k, all, l)], move |d, rng, k| vote_case(d, rng, k, all, l));
         }
     }
     register_all_equal::<i32>(cases);

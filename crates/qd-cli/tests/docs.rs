@@ -1,0 +1,86 @@
+//! The repository's own documents stay in step with the code: every decision the code cites (`D1`,
+//! `D5`, …) has its section in `docs/decisions.md`, and ARCHITECTURE.md points at the decisions and
+//! at the GPU baseline the next reshaping is measured against.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn read(rel: &str) -> String {
+    std::fs::read_to_string(root().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+/// Every file under `dir` with one of `exts`.
+fn files(dir: &Path, exts: &[&str], out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let p = entry.unwrap().path();
+        if p.is_dir() {
+            // Snapshots are emitted code, not prose that cites decisions.
+            if p.file_name().is_some_and(|n| n != "out") {
+                files(&p, exts, out);
+            }
+        } else if p.extension().and_then(|e| e.to_str()).is_some_and(|e| exts.contains(&e)) {
+            out.push(p);
+        }
+    }
+}
+
+/// The decision numbers `text` cites: `D` plus 1–2 digits, not part of a longer word.
+fn cited(text: &str) -> BTreeSet<u32> {
+    let b = text.as_bytes();
+    let mut out = BTreeSet::new();
+    for i in 0..b.len() {
+        let word_start = i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_');
+        if b[i] == b'D' && word_start {
+            let digits = b[i + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
+            let end = i + 1 + digits;
+            let word_end = end == b.len() || !(b[end].is_ascii_alphanumeric() || b[end] == b'_');
+            if (1..=2).contains(&digits) && word_end {
+                out.insert(text[i + 1..end].parse().unwrap());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_cited_decision_has_a_section() {
+    let decisions = read("docs/decisions.md");
+    let mut sources = Vec::new();
+    for dir in ["crates", "scripts"] {
+        files(&root().join(dir), &["rs", "sh", "py"], &mut sources);
+    }
+    assert!(sources.len() > 50, "{} source files", sources.len());
+    let mut missing = Vec::new();
+    for f in &sources {
+        let text = std::fs::read_to_string(f).unwrap();
+        for d in cited(&text) {
+            if !decisions.contains(&format!("\n## D{d} ")) {
+                missing.push(format!("{}: D{d}", f.display()));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "decisions cited but not in docs/decisions.md:\n{}", missing.join("\n"));
+    for d in 1..=14 {
+        assert!(decisions.contains(&format!("\n## D{d} ")), "docs/decisions.md lacks D{d}");
+    }
+}
+
+#[test]
+fn the_citation_scanner_finds_decisions_only() {
+    assert_eq!(cited("per D1, (D12) and D5: not DType, D100 or AD3"), BTreeSet::from([1, 5, 12]));
+}
+
+#[test]
+fn architecture_points_at_the_decisions_and_the_baseline() {
+    let arch = read("ARCHITECTURE.md");
+    assert!(arch.contains("docs/decisions.md"), "ARCHITECTURE.md must point at docs/decisions.md");
+    let baseline = arch
+        .lines()
+        .find_map(|l| l.split('`').find(|w| w.starts_with("docs/gpu-records/") && w.contains("baseline")))
+        .expect("ARCHITECTURE.md names the baseline record (a `docs/gpu-records/...baseline...` path)");
+    assert!(root().join(baseline).exists(), "{baseline} does not exist");
+}
