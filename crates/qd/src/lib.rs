@@ -2,7 +2,8 @@
 //!
 //! Write a GPU kernel once in Rust; it is traced into a typed IR and run on CUDA, Vulkan, Metal,
 //! AMDGPU, or the lane-exact CPU emulator. The SIMT primitive set (subgroup, block, grid, atomics)
-//! follows the seed documents; see `ARCHITECTURE.md` for the map.
+//! follows the seed documents; see `ARCHITECTURE.md` for the map. Comments cite the design
+//! decisions as D1–D14: each is written down, with its reason, in `docs/decisions.md`.
 //!
 //! ```
 //! use qd::prelude::*;
