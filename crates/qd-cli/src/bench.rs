@@ -111,8 +111,8 @@ pub fn report(l: &Latency, out: &mut dyn Write) -> io::Result<()> {
     )
 }
 
-/// The kernels of this module that `qd emit` writes (so `test.sh` assembles their PTX and validates
-/// their SPIR-V): the warp primitives of issue 4's SASS table (`warp_*`, see [`warp_primitives`]),
+/// The kernels of this module that `qd emit` writes (so the snapshot tests pin their code and ptxas and
+/// spirv-val check it): the warp primitives of issue 4's SASS table (`warp_*`, see [`warp_primitives`]),
 /// then the device-wide kernels of `qd bench` (`bench_*`, see [`device_kernels`]).
 pub fn warp_kernels() -> Vec<Kernel> {
     let mut kernels = warp_primitives();

@@ -84,6 +84,7 @@ fn spirv_modules(k: &Kernel, caps: &SpirvCaps) -> Vec<(String, Vec<u32>)> {
             let ir = k.trace(&target.trace_target()).unwrap_or_else(|e| panic!("{e}"));
             let m = spirv::lower_kernel(&ir, &target).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!((m.entry.as_str(), m.workgroup_size), (k.name(), k.block_dim()));
+            assert_eq!(m.params.len(), ir.params.len());
             assert_eq!(m.words, spirv::lower_kernel(&ir, &target).unwrap().words, "lowering is deterministic");
             (format!("{}_sg{sg}_{model}", k.name()), m.words)
         })

@@ -2,7 +2,8 @@
 //! subgroups) of every built-in kernel (`qd_cli::builtin::kernels`: the corpus, the tour, the
 //! conformance suite and the benchmarks), pinned as insta snapshots, one folder per target under
 //! `tests/out/<target>/<kernel>.snap`, and each module checked by the vendor's validator
-//! (ptxas, spirv-val) through `qd-testkit`.
+//! (ptxas, spirv-val) through `qd-testkit`. The kernels that need 64-lane subgroups are pinned
+//! once more as SPIR-V for 64 lanes (`tests/out/spirv_sg64/`).
 //!
 //! A kernel a target cannot express is pinned too: its snapshot holds the error (with source
 //! lines written as `LL:CC`, so moving code does not churn it). A snapshot with no kernel left is
@@ -74,8 +75,12 @@ fn snapshot_text(target: &EmitTarget, emitted: &Result<Vec<u8>, String>) -> Stri
 /// Emits every kernel for `target`, compares each with its snapshot, validates each module with
 /// `validate`, and fails with the list of everything that differed or was rejected.
 fn check_target(target: &str, validate: impl Fn(&str, &[u8]) -> Result<(), String> + Sync) {
+    check_kernels(target, kernels(), validate);
+}
+
+/// [`check_target`] for some of the kernels.
+fn check_kernels(target: &str, kernels: &[Kernel], validate: impl Fn(&str, &[u8]) -> Result<(), String> + Sync) {
     let target: EmitTarget = target.parse().unwrap();
-    let kernels = kernels();
     let emitted: Vec<Result<Vec<u8>, String>> = par_map(kernels, |k| emit_kernel(k, &target));
     let dir = folder(&target);
 
@@ -177,6 +182,16 @@ fn spirv_sg8() {
 #[test]
 fn spirv_sg32() {
     check_target("spirv:sg32", spirv_val());
+}
+
+/// The kernels that need 64-lane subgroups (the `log2_size = 6` tiles) trace on no 32-lane target,
+/// so the folders above pin only their refusal; their code is pinned here, as SPIR-V for 64-lane
+/// subgroups (the wave64 width the AMDGPU backend will use), and validated by spirv-val.
+#[test]
+fn spirv_sg64_of_the_kernels_that_need_64_lanes() {
+    let wide: Vec<Kernel> = kernels().iter().filter(|k| emit_kernel(k, &EmitTarget::Ir).is_err()).cloned().collect();
+    assert!(wide.len() >= 172, "{} kernels need 64 lanes", wide.len());
+    check_kernels("spirv:sg64", &wide, spirv_val());
 }
 
 #[test]

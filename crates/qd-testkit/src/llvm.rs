@@ -10,7 +10,7 @@ pub struct Llc {
 }
 
 impl Llc {
-    /// llc as [`LLC`](crate::LLC) finds it; `None` only when `QD_SKIP_LLC=1`.
+    /// llc as [`crate::LLC`] finds it; `None` only when `QD_SKIP_LLC=1`.
     pub fn find() -> Option<Llc> {
         LLC.find().map(Llc::at)
     }
@@ -22,7 +22,7 @@ impl Llc {
 
     /// Compiles LLVM IR `text` for `triple` and `cpu` into an object file (`-filetype=obj`, plus
     /// `extra` arguments such as `-mattr=+wavefrontsize64`); `Ok` holds the object's path, which the
-    /// caller may link or disassemble.
+    /// caller may link or disassemble, then remove.
     pub fn compile(&self, name: &str, text: &str, triple: &str, cpu: &str, extra: &[&str]) -> Result<PathBuf, String> {
         let input = scratch::write(name, "ll", text.as_bytes());
         let output = input.with_extension("o");
@@ -30,9 +30,9 @@ impl Llc {
         let mut args = vec![t.as_str(), c.as_str(), "-filetype=obj"];
         args.extend_from_slice(extra);
         args.extend(["-o", path_str(&output), path_str(&input)]);
-        scratch::run(&self.path, &args)
-            .map(|_| output)
-            .map_err(|e| format!("llc rejected {name} for {triple} {cpu} ({}):\n{e}", input.display()))
+        let result = scratch::run(&self.path, &args);
+        scratch::remove(&[&input]);
+        result.map(|_| output).map_err(|e| format!("llc rejected {name} for {triple} {cpu}:\n{e}"))
     }
 }
 
@@ -43,7 +43,7 @@ pub struct LdLld {
 }
 
 impl LdLld {
-    /// ld.lld as [`LD_LLD`](crate::LD_LLD) finds it; `None` only when `QD_SKIP_LD_LLD=1`.
+    /// ld.lld as [`crate::LD_LLD`] finds it; `None` only when `QD_SKIP_LD_LLD=1`.
     pub fn find() -> Option<LdLld> {
         LD_LLD.find().map(LdLld::at)
     }

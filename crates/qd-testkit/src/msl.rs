@@ -11,7 +11,7 @@ pub struct MslCheck {
 }
 
 impl MslCheck {
-    /// clang as [`CLANG`](crate::CLANG) finds it; `None` only when `QD_SKIP_CLANG=1`.
+    /// clang as [`crate::CLANG`] finds it; `None` only when `QD_SKIP_CLANG=1`.
     pub fn find() -> Option<MslCheck> {
         CLANG.find().map(MslCheck::at)
     }
@@ -28,9 +28,7 @@ impl MslCheck {
         let args =
             ["-x", "c++", "-std=c++17", "-fsyntax-only", "-Werror", "-include", path_str(header), path_str(&input)];
         let result = scratch::run(&self.clang, &args);
-        if result.is_ok() {
-            scratch::remove(&[&input]);
-        }
-        result.map(|_| ()).map_err(|e| format!("the MSL check rejected {name} ({}):\n{e}", input.display()))
+        scratch::remove(&[&input]);
+        result.map(|_| ()).map_err(|e| format!("the MSL check rejected {name}:\n{e}"))
     }
 }

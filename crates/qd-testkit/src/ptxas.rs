@@ -10,7 +10,7 @@ pub struct Ptxas {
 }
 
 impl Ptxas {
-    /// ptxas as [`PTXAS`](crate::PTXAS) finds it; `None` only when `QD_SKIP_PTXAS=1` (else a
+    /// ptxas as [`crate::PTXAS`] finds it; `None` only when `QD_SKIP_PTXAS=1` (else a
     /// missing ptxas panics with its install command).
     pub fn find() -> Option<Ptxas> {
         PTXAS.find().map(Ptxas::at)
@@ -33,10 +33,8 @@ impl Ptxas {
         let arch_flag = format!("-arch={arch}");
         let args = [arch_flag.as_str(), path_str(&input), "-o", path_str(&output)];
         let result = scratch::run(&self.path, &args);
-        if result.is_ok() {
-            scratch::remove(&[&input, &output]);
-        }
-        result.map(|_| ()).map_err(|e| format!("ptxas rejected {name} for {arch} ({}):\n{e}", input.display()))
+        scratch::remove(&[&input, &output]);
+        result.map(|_| ()).map_err(|e| format!("ptxas rejected {name} for {arch}:\n{e}"))
     }
 
     /// Like [`assemble`](Ptxas::assemble), failing the test with the module when ptxas rejects it.

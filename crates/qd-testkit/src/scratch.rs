@@ -5,14 +5,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// A fresh path `<temp>/qd-testkit-<pid>/<name>-<n>.<ext>`: unique within the process, so tests
-/// running on several threads never share a file.
+/// A fresh path `<temp>/qd-testkit/<name>-<pid>-<n>.<ext>`: unique across processes and threads.
+/// Callers remove what they create, whatever the outcome, so the folder does not grow.
 pub(crate) fn path(name: &str, ext: &str) -> PathBuf {
     static NEXT: AtomicU64 = AtomicU64::new(0);
-    let dir = std::env::temp_dir().join(format!("qd-testkit-{}", std::process::id()));
+    let dir = std::env::temp_dir().join("qd-testkit");
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("cannot create the scratch folder {}: {e}", dir.display()));
     let safe: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
-    dir.join(format!("{safe}-{}.{ext}", NEXT.fetch_add(1, Ordering::Relaxed)))
+    dir.join(format!("{safe}-{}-{}.{ext}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed)))
 }
 
 /// Writes `bytes` to a fresh scratch file.
@@ -30,10 +30,11 @@ pub(crate) fn remove(paths: &[&Path]) {
 }
 
 /// Runs `program` with `args`: `Ok(stdout)` on success, `Err` with the exit status and both
-/// output streams otherwise (a program that cannot be started is an `Err` too).
+/// output streams when it rejects its input. A program that cannot be started panics: that is a
+/// broken tool, never a rejection (a test expecting a rejection must not pass because of it).
 pub(crate) fn run<S: AsRef<OsStr>>(program: &Path, args: &[S]) -> Result<String, String> {
     let out =
-        Command::new(program).args(args).output().map_err(|e| format!("cannot run {}: {e}", program.display()))?;
+        Command::new(program).args(args).output().unwrap_or_else(|e| panic!("cannot run {}: {e}", program.display()));
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     if out.status.success() {
         Ok(stdout)

@@ -10,7 +10,7 @@ pub struct SpirvVal {
 }
 
 impl SpirvVal {
-    /// spirv-val as [`SPIRV_VAL`](crate::SPIRV_VAL) finds it; `None` only when
+    /// spirv-val as [`crate::SPIRV_VAL`] finds it; `None` only when
     /// `QD_SKIP_SPIRV_VAL=1` (else a missing spirv-val panics with its install command).
     pub fn find() -> Option<SpirvVal> {
         SPIRV_VAL.find().map(SpirvVal::at)
@@ -36,20 +36,17 @@ impl SpirvVal {
     /// [`validate`](SpirvVal::validate) for a module already in bytes (little-endian words).
     pub fn validate_bytes(&self, name: &str, bytes: &[u8], target_env: &str) -> Result<(), String> {
         let input = scratch::write(name, "spv", bytes);
-        match scratch::run(&self.path, &["--target-env", target_env, path_str(&input)]) {
-            Ok(_) => {
-                scratch::remove(&[&input]);
-                Ok(())
-            }
-            Err(e) => {
-                let dis = SPIRV_DIS
-                    .locate()
-                    .ok()
-                    .and_then(|d| scratch::run(&d, &[path_str(&input)]).ok())
-                    .unwrap_or_else(|| "(no spirv-dis for a disassembly)".into());
-                Err(format!("spirv-val rejected {name} for {target_env} ({}):\n{e}\n---\n{dis}", input.display()))
-            }
-        }
+        let result = scratch::run(&self.path, &["--target-env", target_env, path_str(&input)]).map(|_| ());
+        let result = result.map_err(|e| {
+            let dis = SPIRV_DIS
+                .locate()
+                .ok()
+                .and_then(|d| scratch::run(&d, &[path_str(&input)]).ok())
+                .unwrap_or_else(|| "(no spirv-dis for a disassembly)".into());
+            format!("spirv-val rejected {name} for {target_env}:\n{e}\n---\n{dis}")
+        });
+        scratch::remove(&[&input]);
+        result
     }
 
     /// Like [`validate`](SpirvVal::validate) for `vulkan1.1`, failing the test on a rejection.

@@ -2,8 +2,8 @@
 //!
 //! Every op × every accepted dtype × every `log2_size` from 0 to 6, with fresh random inputs from the
 //! case's stream and a host reference computed per tile. A case whose tile is wider than the device's
-//! subgroup is skipped. Kernels use blocks of 64 threads and a launch of a few blocks, so element `i`
-//! sits in lane `i % group_size()` and tile `i / 2^L`. Each case's kernel is named after its id
+//! subgroup is skipped. Kernels use blocks of 64 threads (one subgroup where that is wider) and a
+//! launch of a few blocks, so element `i` sits in lane `i % group_size()` and tile `i / 2^L`. Each case's kernel is named after its id
 //! (`subgroup/reduce_add_tiled/i32/L3` launches `sg_reduce_add_tiled_i32_L3`) and built by one
 //! constructor that both the run and [`Case::launching`] call.
 //!
@@ -351,15 +351,26 @@ fn full_fn<T: Shuffle>(fam: Family, op: BinOp) -> fn(Val<T>, Val<i32>) -> Val<T>
 // Device side: one kernel shape for every case
 // ---------------------------------------------------------------------------------------------------
 
-/// Threads per block of every subgroup kernel: a multiple of every subgroup width up to 64.
+/// Threads per block of the subgroup kernels: 64, or one subgroup where that is wider, so blocks
+/// hold whole subgroups on every width. The kernels [`Case::launching`] names use 64.
 const BLOCK: u32 = 64;
+
+fn block_dim(d: &Device) -> u32 {
+    BLOCK.max(d.subgroup_size())
+}
+
+/// A case's kernel name and the block size to build it with.
+struct Named {
+    name: String,
+    block: u32,
+}
 
 /// The random constant a move case draws (a shuffle offset or lane) fixed for the kernel
 /// [`Case::launching`] names: valid on every width from 4 lanes up.
-const NAMED_MOVE_CONSTANT: u32 = 3;
+const NAMED_MOVE_CONSTANT: u32 = 2;
 
-fn len() -> usize {
-    BLOCK as usize * BLOCKS
+fn len(d: &Device) -> usize {
+    block_dim(d) as usize * BLOCKS
 }
 
 fn log2_sg(d: &Device) -> u32 {
@@ -382,20 +393,23 @@ fn kernel_name(case_id: &str) -> String {
 fn push(
     cases: &mut Vec<Case>,
     id: String,
-    kernels: impl Fn(&str) -> Vec<Kernel> + Send + Sync + 'static,
-    run: impl Fn(&Device, &mut Rng, &str) -> CaseResult + Send + Sync + 'static,
+    kernels: impl Fn(&Named) -> Vec<Kernel> + Send + Sync + 'static,
+    run: impl Fn(&Device, &mut Rng, &Named) -> CaseResult + Send + Sync + 'static,
 ) {
     let name = kernel_name(&id);
     let run_name = name.clone();
-    cases.push(Case::new(id, move |d, rng| run(d, rng, &run_name)).launching(move || kernels(&name)));
+    cases.push(
+        Case::new(id, move |d, rng| run(d, rng, &Named { name: run_name.clone(), block: block_dim(d) }))
+            .launching(move || kernels(&Named { name: name.clone(), block: BLOCK })),
+    );
 }
 
-/// The kernel shape of every case: `(o1[i], o2[i]) = f(a[i], b[i])` in blocks of [`BLOCK`].
+/// The kernel shape of every case: `(o1[i], o2[i]) = f(a[i], b[i])`.
 fn kernel2<A: Scalar, B: Scalar, R1: Scalar, R2: Scalar>(
-    name: &str,
+    named: &Named,
     f: impl Fn(Val<A>, Val<B>) -> (Val<R1>, Val<R2>) + Send + Sync + 'static,
 ) -> Kernel {
-    Kernel::range(name, BLOCK, move |k| {
+    Kernel::range(&named.name, named.block, move |k| {
         let a = k.array::<A>("a");
         let b = k.array::<B>("b");
         let o1 = k.array::<R1>("o1");
@@ -410,7 +424,7 @@ fn kernel2<A: Scalar, B: Scalar, R1: Scalar, R2: Scalar>(
 
 /// `o1[i] = f(a[i], b[i])` (`o2` is written with zeros).
 fn kernel1<A: Scalar, B: Scalar, R: Scalar>(
-    name: &str,
+    name: &Named,
     f: impl Fn(Val<A>, Val<B>) -> Val<R> + Send + Sync + 'static,
 ) -> Kernel {
     kernel2(name, move |x, y| (f(x, y), Val::<u32>::constant(0)))
@@ -423,9 +437,6 @@ fn run2<A: Scalar, B: Scalar, R1: Scalar, R2: Scalar>(
     a: &[A],
     b: &[B],
 ) -> Result<(Vec<R1>, Vec<R2>), String> {
-    if d.subgroup_size() > BLOCK {
-        return Err(format!("{} has {}-lane subgroups; the cases use blocks of {BLOCK}", d.name(), d.subgroup_size()));
-    }
     let n = a.len();
     let (da, db) = (d.array_from(a).map_err(fail)?, d.array_from(b).map_err(fail)?);
     let (o1, o2) = (d.zeros::<R1>(n).map_err(fail)?, d.zeros::<R2>(n).map_err(fail)?);
@@ -482,7 +493,7 @@ fn draw_heads(rng: &mut Rng, n: usize) -> Vec<i32> {
 
 /// A reduction or scan: `l = Some(L)` the tiled form; `None` the full form beside the tiled form
 /// at the subgroup's width (`o1`, `o2`).
-fn reduction_kernel<T: HostNum>(name: &str, fam: Family, op: BinOp, l: Option<u32>) -> Kernel {
+fn reduction_kernel<T: HostNum>(name: &Named, fam: Family, op: BinOp, l: Option<u32>) -> Kernel {
     match l {
         Some(l) => {
             let f = tiled_fn::<T>(fam, op);
@@ -498,7 +509,7 @@ fn reduction_kernel<T: HostNum>(name: &str, fam: Family, op: BinOp, l: Option<u3
 fn reduction_case<T: HostNum>(
     d: &Device,
     rng: &mut Rng,
-    name: &str,
+    name: &Named,
     fam: Family,
     op: BinOp,
     l: Option<u32>,
@@ -508,7 +519,7 @@ fn reduction_case<T: HostNum>(
     if let Some(skip) = too_wide(d, tl) {
         return Ok(skip);
     }
-    let n = len();
+    let n = len(d);
     let vals: Vec<T> = draw(rng, n, op.dist());
     let heads = draw_heads(rng, n);
     let tile = 1usize << tl;
@@ -557,24 +568,24 @@ fn register_reductions<T: HostNum>(cases: &mut Vec<Case>) {
 
 /// The sort's kernels: the tiled form for `Some(L)`; for `None` the full form, then the tiled form
 /// at the subgroup's width (a second kernel, `<name>_as_tiled`).
-fn sort_kernels<K: HostNum, V: HostNum>(name: &str, l: Option<u32>) -> Vec<Kernel> {
+fn sort_kernels<K: HostNum, V: HostNum>(name: &Named, l: Option<u32>) -> Vec<Kernel> {
     match l {
         Some(l) => vec![kernel2(name, move |k: Val<K>, v: Val<V>| sg::bitonic_sort_kv_tiled(k, v, l))],
         None => vec![
             kernel2(name, |k: Val<K>, v: Val<V>| sg::bitonic_sort_kv(k, v)),
-            kernel2(&format!("{name}_as_tiled"), |k: Val<K>, v: Val<V>| {
+            kernel2(&Named { name: format!("{}_as_tiled", name.name), block: name.block }, |k: Val<K>, v: Val<V>| {
                 sg::bitonic_sort_kv_tiled(k, v, sg::log2_group_size())
             }),
         ],
     }
 }
 
-fn sort_case<K: HostNum, V: HostNum>(d: &Device, rng: &mut Rng, name: &str, l: Option<u32>) -> CaseResult {
+fn sort_case<K: HostNum, V: HostNum>(d: &Device, rng: &mut Rng, name: &Named, l: Option<u32>) -> CaseResult {
     let tl = l.unwrap_or(log2_sg(d));
     if let Some(skip) = too_wide(d, tl) {
         return Ok(skip);
     }
-    let n = len();
+    let n = len(d);
     let tile = 1usize << tl;
     // Few distinct keys, so the (key, value) tie-break is exercised; values with ties too.
     let keys: Vec<K> = draw(rng, n, Dist::Few((tile as u32 / 2).max(2)));
@@ -656,7 +667,7 @@ impl Move {
 }
 
 /// A data movement: `shuffle` takes per-lane sources from `b`; the others a compile-time `c`.
-fn move_kernel<T: HostNum>(name: &str, mv: Move, c: u32) -> Kernel {
+fn move_kernel<T: HostNum>(name: &Named, mv: Move, c: u32) -> Kernel {
     match mv {
         Move::Shuffle => kernel1(name, |v: Val<T>, s: Val<u32>| sg::shuffle(v, s)),
         Move::Up => kernel1(name, move |v: Val<T>, _: Val<u32>| sg::shuffle_up(v, c)),
@@ -667,8 +678,8 @@ fn move_kernel<T: HostNum>(name: &str, mv: Move, c: u32) -> Kernel {
     }
 }
 
-fn move_case<T: HostNum>(d: &Device, rng: &mut Rng, name: &str, mv: Move) -> CaseResult {
-    let n = len();
+fn move_case<T: HostNum>(d: &Device, rng: &mut Rng, name: &Named, mv: Move) -> CaseResult {
+    let n = len(d);
     let sgs = d.subgroup_size() as usize;
     let vals: Vec<T> = draw(rng, n, Dist::Any);
     // Per-lane source lanes for shuffle; one constant offset / mask / lane for the others.
@@ -736,7 +747,7 @@ fn draw_predicates(rng: &mut Rng, n: usize, tile: usize) -> Vec<i32> {
 
 /// `all_true` / `any_true`: the tiled form for `Some(L)`, else the full form beside the tiled form
 /// at the subgroup's width.
-fn vote_kernel(name: &str, all: bool, l: Option<u32>) -> Kernel {
+fn vote_kernel(name: &Named, all: bool, l: Option<u32>) -> Kernel {
     let tiled = move |x: Val<i32>, l: u32| if all { sg::all_true_tiled(x, l) } else { sg::any_true_tiled(x, l) };
     match l {
         Some(l) => kernel1(name, move |x: Val<i32>, _: Val<i32>| tiled(x, l)),
@@ -747,12 +758,12 @@ fn vote_kernel(name: &str, all: bool, l: Option<u32>) -> Kernel {
     }
 }
 
-fn vote_case(d: &Device, rng: &mut Rng, name: &str, all: bool, l: Option<u32>) -> CaseResult {
+fn vote_case(d: &Device, rng: &mut Rng, name: &Named, all: bool, l: Option<u32>) -> CaseResult {
     let tl = l.unwrap_or(log2_sg(d));
     if let Some(skip) = too_wide(d, tl) {
         return Ok(skip);
     }
-    let (n, tile, sgs) = (len(), 1usize << tl, d.subgroup_size() as usize);
+    let (n, tile, sgs) = (len(d), 1usize << tl, d.subgroup_size() as usize);
     let p = draw_predicates(rng, n, tile);
     let want: Vec<i32> = p
         .chunks(tile)
@@ -824,19 +835,19 @@ fn draw_equal_patterns<T: HostNum>(rng: &mut Rng, n: usize, tile: usize, contrac
 
 /// `all_equal`: the tiled form for `Some(L)`, else the full form beside the tiled form at the
 /// subgroup's width.
-fn all_equal_kernel<T: HostNum>(name: &str, l: Option<u32>) -> Kernel {
+fn all_equal_kernel<T: HostNum>(name: &Named, l: Option<u32>) -> Kernel {
     match l {
         Some(l) => kernel1(name, move |x: Val<T>, _: Val<T>| sg::all_equal_tiled(x, l)),
         None => kernel2(name, |x: Val<T>, _: Val<T>| (sg::all_equal(x), sg::all_equal_tiled(x, sg::log2_group_size()))),
     }
 }
 
-fn all_equal_case<T: HostNum>(d: &Device, rng: &mut Rng, name: &str, l: Option<u32>, contract: bool) -> CaseResult {
+fn all_equal_case<T: HostNum>(d: &Device, rng: &mut Rng, name: &Named, l: Option<u32>, contract: bool) -> CaseResult {
     let tl = l.unwrap_or(log2_sg(d));
     if let Some(skip) = too_wide(d, tl) {
         return Ok(skip);
     }
-    let (n, tile, sgs) = (len(), 1usize << tl, d.subgroup_size() as usize);
+    let (n, tile, sgs) = (len(d), 1usize << tl, d.subgroup_size() as usize);
     let vals: Vec<T> = draw_equal_patterns(rng, n, tile, contract);
     // Native ==: NaN unequal (even to itself), +0 == -0.
     let want: Vec<i32> =
@@ -887,7 +898,7 @@ fn host_ballot(p: &[i32], sgs: usize) -> Vec<u64> {
 }
 
 /// `ballot` of an `i32` predicate, or of a `bool` (`as_bool`).
-fn ballot_kernel(name: &str, as_bool: bool) -> Kernel {
+fn ballot_kernel(name: &Named, as_bool: bool) -> Kernel {
     if as_bool {
         kernel1(name, |x: Val<i32>, _: Val<i32>| sg::ballot(x.ne(0)))
     } else {
@@ -895,8 +906,8 @@ fn ballot_kernel(name: &str, as_bool: bool) -> Kernel {
     }
 }
 
-fn ballot_case(d: &Device, rng: &mut Rng, name: &str, as_bool: bool) -> CaseResult {
-    let (n, sgs) = (len(), d.subgroup_size() as usize);
+fn ballot_case(d: &Device, rng: &mut Rng, name: &Named, as_bool: bool) -> CaseResult {
+    let (n, sgs) = (len(d), d.subgroup_size() as usize);
     let p = draw_predicates(rng, n, 4.min(sgs));
     let want = host_ballot(&p, sgs);
     let got: Vec<u64> = run1(d, &ballot_kernel(name, as_bool), &p, &p)?;
@@ -904,12 +915,12 @@ fn ballot_case(d: &Device, rng: &mut Rng, name: &str, as_bool: bool) -> CaseResu
     Ok(Outcome::Pass)
 }
 
-fn ballot_first_n_kernel(name: &str, nb: u32) -> Kernel {
+fn ballot_first_n_kernel(name: &Named, nb: u32) -> Kernel {
     kernel1(name, move |x: Val<i32>, _: Val<i32>| sg::ballot_first_n(x, nb))
 }
 
-fn ballot_first_n_case(d: &Device, rng: &mut Rng, name: &str, nb: u32) -> CaseResult {
-    let (n, sgs) = (len(), d.subgroup_size() as usize);
+fn ballot_first_n_case(d: &Device, rng: &mut Rng, name: &Named, nb: u32) -> CaseResult {
+    let (n, sgs) = (len(d), d.subgroup_size() as usize);
     let p = draw_predicates(rng, n, 4.min(sgs));
     let low = if nb == 32 { u32::MAX } else { (1u32 << nb) - 1 };
     let want: Vec<u32> = host_ballot(&p, sgs).into_iter().map(|m| m as u32 & low).collect();
@@ -952,7 +963,7 @@ impl Mask {
 }
 
 /// A lane mask of the id in `a`, or (`own_lane`) of `invocation_id()` on lanes 0..31.
-fn lanemask_kernel(name: &str, m: Mask, own_lane: bool) -> Kernel {
+fn lanemask_kernel(name: &Named, m: Mask, own_lane: bool) -> Kernel {
     let f: fn(Val<u32>) -> Val<u32> = match m {
         Mask::Lt => |x| sg::lanemask_lt(x),
         Mask::Le => |x| sg::lanemask_le(x),
@@ -971,8 +982,8 @@ fn lanemask_kernel(name: &str, m: Mask, own_lane: bool) -> Kernel {
     }
 }
 
-fn lanemask_case(d: &Device, rng: &mut Rng, name: &str, m: Mask, own_lane: bool) -> CaseResult {
-    let (n, sgs) = (len(), d.subgroup_size() as usize);
+fn lanemask_case(d: &Device, rng: &mut Rng, name: &Named, m: Mask, own_lane: bool) -> CaseResult {
+    let (n, sgs) = (len(d), d.subgroup_size() as usize);
     // Either this lane's id (lanes 0..31 only are meaningful) or a random id in 0..=31 per lane.
     let ids: Vec<u32> =
         (0..n).map(|i| if own_lane { (i % sgs % 32) as u32 } else { rng.range_i64(0, 32) as u32 }).collect();
@@ -983,7 +994,7 @@ fn lanemask_case(d: &Device, rng: &mut Rng, name: &str, m: Mask, own_lane: bool)
 }
 
 /// Identification and control: invocation_id, group_size, log2_group_size, elect, sync, mem_fence.
-fn identity_kernel(name: &str, what: &'static str) -> Kernel {
+fn identity_kernel(name: &Named, what: &'static str) -> Kernel {
     kernel1(name, move |_: Val<u32>, _: Val<u32>| match what {
         "invocation_id" => sg::invocation_id().cast::<u32>(),
         "group_size" => Val::constant(sg::group_size()),
@@ -1005,8 +1016,8 @@ fn identity_kernel(name: &str, what: &'static str) -> Kernel {
     })
 }
 
-fn identity_case(d: &Device, name: &str, what: &'static str) -> CaseResult {
-    let (n, sgs) = (len(), d.subgroup_size() as usize);
+fn identity_case(d: &Device, name: &Named, what: &'static str) -> CaseResult {
+    let (n, sgs) = (len(d), d.subgroup_size() as usize);
     let zeros = vec![0u32; n];
     let got: Vec<u32> = run1(d, &identity_kernel(name, what), &zeros, &zeros)?;
     let want: Vec<u32> = (0..n)
