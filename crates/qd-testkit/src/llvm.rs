@@ -1,6 +1,6 @@
 //! llc and ld.lld: LLVM IR to an object for a GPU, and objects to a loadable code object.
 
-use crate::{ptxas::path_str, scratch, tool::LD_LLD, tool::LLC};
+use crate::{scratch, scratch::path_str, tool::LD_LLD, tool::LLC};
 use std::path::{Path, PathBuf};
 
 /// A found llc.

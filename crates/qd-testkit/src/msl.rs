@@ -1,7 +1,7 @@
 //! The MSL check: no Apple compiler runs on Linux, so clang parses each emitted `.metal` file as
 //! C++17 against a header of ours that declares the Metal builtins the printer uses.
 
-use crate::{ptxas::path_str, scratch, tool::CLANG};
+use crate::{scratch, scratch::path_str, tool::CLANG};
 use std::path::{Path, PathBuf};
 
 /// A found clang, used as the MSL syntax check.

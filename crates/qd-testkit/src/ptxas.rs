@@ -1,6 +1,6 @@
 //! ptxas: assembles PTX for an architecture.
 
-use crate::{scratch, tool::PTXAS};
+use crate::{scratch, scratch::path_str, tool::PTXAS};
 use std::path::{Path, PathBuf};
 
 /// A found ptxas.
@@ -43,8 +43,4 @@ impl Ptxas {
             panic!("{e}\n---\n{text}");
         }
     }
-}
-
-pub(crate) fn path_str(p: &Path) -> &str {
-    p.to_str().expect("scratch paths are UTF-8")
 }

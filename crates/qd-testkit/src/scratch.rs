@@ -48,3 +48,8 @@ pub(crate) fn run<S: AsRef<OsStr>>(program: &Path, args: &[S]) -> Result<String,
         ))
     }
 }
+
+/// A path as a tool argument (scratch paths are built from ASCII names; others must be UTF-8).
+pub(crate) fn path_str(p: &Path) -> &str {
+    p.to_str().unwrap_or_else(|| panic!("{} is not UTF-8", p.display()))
+}

@@ -1,6 +1,6 @@
 //! spirv-val: validates SPIR-V binaries for a Vulkan environment.
 
-use crate::{ptxas::path_str, scratch, tool::SPIRV_DIS, tool::SPIRV_VAL};
+use crate::{scratch, scratch::path_str, tool::SPIRV_DIS, tool::SPIRV_VAL};
 use std::path::{Path, PathBuf};
 
 /// A found spirv-val.

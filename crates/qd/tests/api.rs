@@ -10,7 +10,7 @@
 //! the closing note of the change.
 
 use qd::backend::cpu::{EmuErrorKind, Options};
-use qd::backend::{BackendKind, Target};
+use qd::backend::Target;
 use qd::ir::{print_kernel, AtomicOp, LaunchKind, LoadKind, Ordering, Scope, StoreKind};
 use qd::nv;
 use qd::prelude::*;
@@ -123,16 +123,17 @@ fn kernel_definitions_names_shapes_ids_and_ir() {
         let out = k.array::<u32>("out");
         let sg = k.target().subgroup_size;
         let tracing = qd::trace::is_tracing() as u32;
-        let backend_is_cpu = (qd::trace::target().backend == BackendKind::Cpu) as u32;
+        // Library code asks the target's capabilities, never its backend's name.
+        let has_nv = qd::trace::target().caps.nv as u32;
         if_(block::thread_idx().eq(0), || {
             out.set(0, sg);
             out.set(1, tracing);
-            out.set(2, backend_is_cpu);
+            out.set(2, has_nv);
         });
     });
     let out = d.zeros::<u32>(3).unwrap();
     d.launch_grid(&probe, 1, &[out.arg()]).unwrap();
-    assert_eq!(out.to_vec().unwrap(), [16, 1, 1]);
+    assert_eq!(out.to_vec().unwrap(), [16, 1, 0]);
 }
 
 // -------------------------------------------------------------------------------------------------
@@ -215,6 +216,22 @@ fn builder_parameters_bounds_and_array_handles() {
 
 /// Every integer operator of `Val<$t>` against the same operator on the host (D5: integers wrap,
 /// shift amounts are taken modulo the width, float → int casts saturate).
+/// Compares results laid out `ops` per input element, naming the dtype, element, op and inputs of
+/// the first mismatch.
+fn assert_per_op<T: PartialEq + std::fmt::Debug, I: std::fmt::Display>(
+    ty: &str,
+    ops: usize,
+    got: &[T],
+    want: &[T],
+    a: &[I],
+    b: &[I],
+) {
+    assert_eq!(got.len(), want.len(), "{ty}: result count");
+    for (j, (g, w)) in got.iter().zip(want).enumerate() {
+        assert_eq!(g, w, "{ty}: element {} op {} (x = {}, y = {})", j / ops, j % ops, a[j / ops], b[j / ops]);
+    }
+}
+
 macro_rules! int_ops_case {
     ($t:ty, $seed:expr) => {{
         const OPS: usize = 28;
@@ -313,19 +330,7 @@ macro_rules! int_ops_case {
                 ]
             })
             .collect();
-        let got = out.to_vec().unwrap();
-        for (j, (g, w)) in got.iter().zip(&want).enumerate() {
-            assert_eq!(
-                g,
-                w,
-                "{}: element {} op {} (x = {}, y = {})",
-                stringify!($t),
-                j / OPS,
-                j % OPS,
-                a[j / OPS],
-                b[j / OPS]
-            );
-        }
+        assert_per_op(stringify!($t), OPS, &out.to_vec().unwrap(), &want, &a, &b);
     }};
 }
 
@@ -417,19 +422,7 @@ macro_rules! float_ops_case {
                 ]
             })
             .collect();
-        let got = out.to_vec().unwrap();
-        for (j, (g, w)) in got.iter().zip(&want).enumerate() {
-            assert_eq!(
-                g,
-                w,
-                "{}: element {} op {} (x = {}, y = {})",
-                stringify!($t),
-                j / OPS,
-                j % OPS,
-                a[j / OPS],
-                b[j / OPS]
-            );
-        }
+        assert_per_op(stringify!($t), OPS, &out.to_vec().unwrap(), &want, &a, &b);
     }};
 }
 
@@ -1504,11 +1497,10 @@ fn devices_by_name_and_what_they_report() {
         assert_eq!(d.name(), canonical);
         assert_eq!(d.subgroup_size(), sg);
         assert_eq!(d.target().subgroup_size, sg);
-        assert_eq!(d.target().backend, BackendKind::Cpu);
+        assert_eq!(d.target().caps.nv, sg == 32, "the NVIDIA families need 32-lane subgroups");
         assert_eq!(1 << d.target().log2_subgroup_size(), sg);
         let info = d.info();
         assert_eq!(info.name, canonical);
-        assert_eq!(info.backend, BackendKind::Cpu);
         assert_eq!(info.model, "CPU SIMT emulator");
         assert_eq!(info.subgroup_size, sg);
         assert!(d.describe().starts_with(&format!("{canonical}: CPU SIMT emulator")), "{}", d.describe());
