@@ -1,0 +1,122 @@
+//! Memory access for the executor: bounds-checked element indices, per-lane reads and writes of
+//! global, shared and per-thread memory, and atomic read-modify-writes (which count as progress
+//! when they change a value).
+
+use super::{width_mask, BlockExec, CpuArg, EmuError, EmuErrorKind};
+use crate::ir::eval;
+use crate::ir::*;
+use std::sync::atomic::{AtomicU64, Ordering as MemOrd};
+
+impl<'a, 'b> BlockExec<'a, 'b> {
+    /// Index of lane `l` into `array`, bounds-checked.
+    pub(super) fn index(
+        &self,
+        kind: &InstKind,
+        loc: SrcLoc,
+        sg: usize,
+        place: &Place,
+        l: usize,
+    ) -> Result<usize, EmuError> {
+        let k = &self.sh.prog.kernel;
+        let d = k.dtype(place.index);
+        let raw = self.reg(sg, place.index, l);
+        let i = if d.is_signed_int() { eval::sext(d, raw) } else { raw as i64 };
+        let len = self.array_len(place.array);
+        if i < 0 || i as usize >= len {
+            return Err(self.err(
+                Some(loc),
+                EmuErrorKind::OutOfBounds {
+                    op: kind.mnemonic(),
+                    array: k.array_name(place.array).to_string(),
+                    index: i,
+                    len,
+                },
+            ));
+        }
+        Ok(i as usize)
+    }
+
+    pub(super) fn array_len(&self, a: ArrayRef) -> usize {
+        match a {
+            ArrayRef::Param(i) => match &self.sh.args[i as usize] {
+                CpuArg::Array(b) => b.len(),
+                CpuArg::Scalar(_) => 0,
+            },
+            ArrayRef::Shared(i) => self.shared_mem[i as usize].len(),
+            ArrayRef::Local(i) => self.sh.prog.kernel.local_arrays[i as usize].len as usize,
+        }
+    }
+
+    fn cell(&self, a: ArrayRef, i: usize) -> &AtomicU64 {
+        match a {
+            ArrayRef::Param(p) => match &self.sh.args[p as usize] {
+                CpuArg::Array(b) => b.cell(i),
+                CpuArg::Scalar(_) => unreachable!("scalar argument used as an array"),
+            },
+            ArrayRef::Shared(s) => self.shared_mem[s as usize].cell(i),
+            ArrayRef::Local(_) => unreachable!("local arrays are not atomic cells"),
+        }
+    }
+
+    pub(super) fn mem_read(&self, sg: usize, a: ArrayRef, i: usize, l: usize, order: MemOrd) -> u64 {
+        match a {
+            ArrayRef::Local(j) => {
+                let len = self.sh.prog.kernel.local_arrays[j as usize].len as usize;
+                self.sgs[sg].local_arrays[j as usize][l * len + i]
+            }
+            _ => self.cell(a, i).load(order),
+        }
+    }
+
+    pub(super) fn mem_write(&mut self, sg: usize, a: ArrayRef, i: usize, l: usize, bits: u64) {
+        match a {
+            ArrayRef::Local(j) => {
+                let len = self.sh.prog.kernel.local_arrays[j as usize].len as usize;
+                self.sgs[sg].local_arrays[j as usize][l * len + i] = bits;
+            }
+            _ => {
+                if self.cell(a, i).swap(bits, MemOrd::SeqCst) != bits {
+                    self.sh.progress.fetch_add(1, MemOrd::Relaxed);
+                }
+            }
+        }
+    }
+
+    /// Atomic read-modify-write of one element; returns the old value.
+    pub(super) fn rmw(&mut self, sg: usize, a: ArrayRef, i: usize, l: usize, f: impl Fn(u64) -> u64) -> u64 {
+        if let ArrayRef::Local(_) = a {
+            let old = self.mem_read(sg, a, i, l, MemOrd::Relaxed);
+            self.mem_write(sg, a, i, l, f(old));
+            return old;
+        }
+        let cell = self.cell(a, i);
+        let mut old = cell.load(MemOrd::SeqCst);
+        loop {
+            let new = f(old);
+            match cell.compare_exchange_weak(old, new, MemOrd::SeqCst, MemOrd::SeqCst) {
+                Ok(_) => {
+                    if new != old {
+                        self.sh.progress.fetch_add(1, MemOrd::Relaxed);
+                    }
+                    return old;
+                }
+                Err(cur) => old = cur,
+            }
+        }
+    }
+}
+
+/// The new value of an atomic `op` (D5 arithmetic; float min/max are minNum/maxNum).
+pub(super) fn atomic_apply(d: DType, op: AtomicOp, old: u64, y: u64) -> u64 {
+    let bin = |b: BinOp| eval::binary(d, b, old, y).unwrap_or(old);
+    match op {
+        AtomicOp::Add => bin(BinOp::Add),
+        AtomicOp::Mul => bin(BinOp::Mul),
+        AtomicOp::Min => bin(BinOp::Min),
+        AtomicOp::Max => bin(BinOp::Max),
+        AtomicOp::And => bin(BinOp::And),
+        AtomicOp::Or => bin(BinOp::Or),
+        AtomicOp::Xor => bin(BinOp::Xor),
+        AtomicOp::Exchange => y & width_mask(d),
+    }
+}

@@ -1,0 +1,94 @@
+//! The emulator's run-time errors: each names the kernel, the user's line when known, and what
+//! went wrong.
+
+use crate::ir::SrcLoc;
+
+/// A run-time error found by the emulator.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("kernel `{kernel}`{}: {kind}", loc.map(|l| format!(" at {l}")).unwrap_or_default())]
+pub struct EmuError {
+    /// Kernel name.
+    pub kernel: String,
+    /// The user's line of the failing op, when known.
+    pub loc: Option<SrcLoc>,
+    /// What happened.
+    pub kind: EmuErrorKind,
+}
+
+/// The kinds of run-time error.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum EmuErrorKind {
+    /// A collective or barrier ran with some lanes missing.
+    #[error("`{op}` ran under a partial mask in block {block}, subgroup {subgroup}: active lanes {active:#x}, expected {expected:#x} (every lane must execute it together)")]
+    PartialMask {
+        /// The op.
+        op: String,
+        /// Block id.
+        block: u32,
+        /// Subgroup within the block.
+        subgroup: u32,
+        /// Lanes present.
+        active: u64,
+        /// Lanes required.
+        expected: u64,
+    },
+    /// Subgroups of one block waited at different barriers.
+    #[error("subgroups of block {block} wait at different barriers ({first} and {second})")]
+    BarrierMismatch {
+        /// Block id.
+        block: u32,
+        /// One barrier.
+        first: SrcLoc,
+        /// Another.
+        second: SrcLoc,
+    },
+    /// An index outside the array.
+    #[error("index {index} is out of bounds for `{array}` of length {len} (`{op}`)")]
+    OutOfBounds {
+        /// The op.
+        op: String,
+        /// Array name.
+        array: String,
+        /// The index.
+        index: i64,
+        /// Its length.
+        len: usize,
+    },
+    /// Integer division or remainder by zero.
+    #[error("integer division by zero (`{op}`)")]
+    DivisionByZero {
+        /// The op.
+        op: String,
+    },
+    /// No progress anywhere for too long.
+    #[error("no thread made progress for {seconds:.1} s: a spin-wait that never ends, last spinning on `{op}`")]
+    Hang {
+        /// The op spun on.
+        op: String,
+        /// Seconds without progress.
+        seconds: f64,
+    },
+    /// The launch ran past the wall-clock cap.
+    #[error("the launch ran past its {seconds:.0} s limit")]
+    TimeLimit {
+        /// The cap.
+        seconds: f64,
+    },
+    /// Strict mode: an implementation-defined value reached memory.
+    #[error("strict mode: an implementation-defined value (e.g. an out-of-range shuffle source) reached memory through `{op}`")]
+    Poison {
+        /// The op.
+        op: String,
+    },
+    /// Blocked lanes that can never continue (an emulator invariant broke or lanes wait forever).
+    #[error("deadlock in block {block}: {detail}")]
+    Deadlock {
+        /// Block id.
+        block: u32,
+        /// What is waiting.
+        detail: String,
+    },
+    /// The arguments do not match the kernel.
+    #[error("{0}")]
+    BadArguments(String),
+}

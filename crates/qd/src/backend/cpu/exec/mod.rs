@@ -1,0 +1,269 @@
+//! The emulator's executor: paths, join frames, the block scheduler and the worker pool (D8).
+//!
+//! A *path* is a set of lanes of one subgroup (its active mask) at one program step. A divergent
+//! `if` splits a path in two; both halves are scheduled independently and merge at the `if`'s join
+//! frame, so a spin-wait on one side makes progress while the other side runs. A loop frame collects
+//! the lanes that reach the latch (one iteration in lockstep) and those that left (break/return).
+//! Paths yield at loop back-edges and barriers; a block's paths run round-robin on one OS thread.
+//!
+//! This file holds the launch settings and arguments, the worker pool, and the per-block state
+//! (paths, frames, subgroups); the rest is split by concern: `error.rs` (the run-time errors),
+//! `block.rs` (a block's scheduler: round-robin paths, progress watch, block barriers),
+//! `paths.rs` (the lockstep interpreter of control steps: join frames, divergence, reconvergence),
+//! `inst.rs` (straight-line instructions, D5 arithmetic, poison), `access.rs` (bounds-checked
+//! memory access and atomics) and `collective.rs` (subgroup collectives, the NVIDIA families).
+
+mod access;
+mod block;
+mod collective;
+mod error;
+mod inst;
+mod paths;
+
+pub use error::{EmuError, EmuErrorKind};
+
+use super::memory::Buffer;
+use super::program::Program;
+use crate::ir::eval::EvalError;
+use crate::ir::*;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering as MemOrd};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Emulator settings.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Worker threads running blocks (blocks start in id order).
+    pub workers: usize,
+    /// No value-changing store or atomic anywhere for this long is reported as a hang.
+    pub hang_timeout: Duration,
+    /// Hard wall-clock cap for one launch.
+    pub time_limit: Duration,
+    /// Poison implementation-defined results and report any that reaches memory.
+    pub strict: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            workers: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(8),
+            hang_timeout: Duration::from_secs(2),
+            time_limit: Duration::from_secs(120),
+            strict: false,
+        }
+    }
+}
+
+/// Launch shape.
+#[derive(Clone, Copy, Debug)]
+pub struct LaunchGeometry {
+    /// Blocks.
+    pub grid: u32,
+    /// Threads per block.
+    pub block_dim: u32,
+    /// Lanes per subgroup (4 to 64).
+    pub subgroup_size: u32,
+}
+
+/// A bound kernel argument.
+#[derive(Clone, Debug)]
+pub enum CpuArg {
+    /// A global array.
+    Array(Arc<Buffer>),
+    /// A scalar's bits.
+    Scalar(u64),
+}
+
+struct Shared<'a> {
+    prog: &'a Program,
+    geo: LaunchGeometry,
+    args: &'a [CpuArg],
+    opts: &'a Options,
+    progress: AtomicU64,
+    next_block: AtomicU32,
+    abort: AtomicBool,
+    error: Mutex<Option<EmuError>>,
+    start: Instant,
+}
+
+/// Runs `prog` over the grid; returns the first error any block hit.
+pub fn launch(prog: &Program, geo: LaunchGeometry, args: &[CpuArg], opts: &Options) -> Result<(), EmuError> {
+    let k = &prog.kernel;
+    if args.len() != k.params.len() {
+        return Err(EmuError {
+            kernel: k.name.clone(),
+            loc: None,
+            kind: EmuErrorKind::BadArguments(format!("expected {} arguments, got {}", k.params.len(), args.len())),
+        });
+    }
+    if !(4..=64).contains(&geo.subgroup_size) || !geo.subgroup_size.is_power_of_two() {
+        return Err(EmuError {
+            kernel: k.name.clone(),
+            loc: None,
+            kind: EmuErrorKind::BadArguments(format!(
+                "subgroup size {} is not a power of two in 4..=64",
+                geo.subgroup_size
+            )),
+        });
+    }
+    if geo.grid == 0 {
+        return Ok(());
+    }
+    let shared = Shared {
+        prog,
+        geo,
+        args,
+        opts,
+        progress: AtomicU64::new(0),
+        next_block: AtomicU32::new(0),
+        abort: AtomicBool::new(false),
+        error: Mutex::new(None),
+        start: Instant::now(),
+    };
+    let workers = opts.workers.clamp(1, geo.grid as usize);
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| worker(&shared));
+        }
+    });
+    match shared.error.into_inner() {
+        Ok(Some(e)) => Err(e),
+        Ok(None) => Ok(()),
+        Err(p) => p.into_inner().map_or(Ok(()), Err),
+    }
+}
+
+fn worker(sh: &Shared) {
+    let mut watch = Watch { seen: sh.progress.load(MemOrd::Relaxed), since: Instant::now() };
+    loop {
+        if sh.abort.load(MemOrd::Relaxed) {
+            return;
+        }
+        let b = sh.next_block.fetch_add(1, MemOrd::Relaxed);
+        if b >= sh.geo.grid {
+            return;
+        }
+        if let Err(e) = BlockExec::new(sh, b).run(&mut watch) {
+            let mut slot = sh.error.lock().unwrap_or_else(|p| p.into_inner());
+            if slot.is_none() {
+                *slot = Some(e);
+            }
+            sh.abort.store(true, MemOrd::Relaxed);
+            return;
+        }
+    }
+}
+
+/// Per-worker view of global progress.
+struct Watch {
+    seen: u64,
+    since: Instant,
+}
+
+#[derive(Clone, Debug)]
+struct Path {
+    sg: usize,
+    pc: usize,
+    mask: u64,
+    frames: Vec<usize>,
+}
+
+#[derive(Clone, Debug)]
+enum Frame {
+    If { join_pc: usize, expected: u64, arrived: u64, parent: Vec<usize>, sg: usize },
+    Loop { begin_pc: usize, exit_pc: usize, active: u64, at_latch: u64, exited: u64, parent: Vec<usize>, sg: usize },
+    Free,
+}
+
+struct Subgroup {
+    regs: Vec<u64>,
+    poison: Vec<u64>,
+    locals: Vec<u64>,
+    local_poison: Vec<u64>,
+    local_arrays: Vec<Vec<u64>>,
+    launched: u64,
+    exited: u64,
+}
+
+enum Event {
+    /// Keep running this path later (a back-edge).
+    Yield(Path),
+    /// The path is gone (parked at a join, finished, or split into others).
+    Gone,
+    /// Waiting at a block barrier.
+    Barrier(Path),
+}
+
+struct BlockExec<'a, 'b> {
+    sh: &'b Shared<'a>,
+    block: u32,
+    width: usize,
+    sgs: Vec<Subgroup>,
+    shared_mem: Vec<Buffer>,
+    frames: Vec<Frame>,
+    free_frames: Vec<usize>,
+    queue: VecDeque<Path>,
+    last_spin_op: Option<(String, SrcLoc)>,
+}
+
+fn lanes(mask: u64) -> impl Iterator<Item = usize> {
+    let mut m = mask;
+    std::iter::from_fn(move || {
+        if m == 0 {
+            return None;
+        }
+        let l = m.trailing_zeros() as usize;
+        m &= m - 1;
+        Some(l)
+    })
+}
+
+fn full(width: usize) -> u64 {
+    if width == 64 {
+        u64::MAX
+    } else {
+        (1u64 << width) - 1
+    }
+}
+
+fn width_mask(d: DType) -> u64 {
+    if d.bits() >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << d.bits()) - 1
+    }
+}
+
+impl<'a, 'b> BlockExec<'a, 'b> {
+    fn err(&self, loc: Option<SrcLoc>, kind: EmuErrorKind) -> EmuError {
+        EmuError { kernel: self.sh.prog.kernel.name.clone(), loc, kind }
+    }
+
+    fn partial(&self, kind: &InstKind, loc: SrcLoc, path: &Path, expected: u64) -> EmuError {
+        self.err(
+            Some(loc),
+            EmuErrorKind::PartialMask {
+                op: kind.mnemonic(),
+                block: self.block,
+                subgroup: path.sg as u32,
+                active: path.mask,
+                expected,
+            },
+        )
+    }
+
+    fn reg(&self, sg: usize, v: ValueId, lane: usize) -> u64 {
+        self.sgs[sg].regs[v.0 as usize * self.width + lane]
+    }
+
+    fn eval_err(&self, kind: &InstKind, loc: SrcLoc, e: EvalError) -> EmuError {
+        match e {
+            EvalError::DivisionByZero => self.err(Some(loc), EmuErrorKind::DivisionByZero { op: kind.mnemonic() }),
+            EvalError::Unsupported => self.err(
+                Some(loc),
+                EmuErrorKind::BadArguments(format!("`{}` is not defined on these operand types", kind.mnemonic())),
+            ),
+        }
+    }
+}
