@@ -155,10 +155,27 @@ conformance_vulkan() {
         die "qd conformance --backend vulkan did not end with 'N passed, 0 failed, K skipped' (log: $log)"
 }
 
+# The `qd` crate without its GPU runtimes (`--no-default-features`: no `cuda`, no `vulkan`): it builds,
+# passes its tests and lints with the code generators alone, and pulls in neither driver binding.
+no_gpu_features() {
+    cargo build -p qd --no-default-features || die "cargo build -p qd --no-default-features failed"
+    cargo test -p qd --no-default-features || die "cargo test -p qd --no-default-features failed"
+    cargo clippy -p qd --no-default-features --all-targets -- -D warnings ||
+        die "cargo clippy -p qd --no-default-features failed"
+    local tree
+    tree="$(cargo tree -p qd --no-default-features -e normal --prefix none)" ||
+        die "cargo tree -p qd --no-default-features failed"
+    local leaked
+    leaked="$(grep -E '^(cudarc|ash) ' <<<"$tree" || true)"
+    [[ -z "$leaked" ]] || die "qd --no-default-features still depends on a driver binding: $leaked"
+    echo "qd without GPU features: builds, tests and lints clean; no cudarc, no ash"
+}
+
 TOTAL_START=$SECONDS
 stage "tools" ensure_tools
 stage "rustfmt" cargo fmt --all -- --check
 stage "clippy" cargo clippy --workspace --all-targets -- -D warnings
+stage "no GPU features" no_gpu_features
 export INSTA_UPDATE=no
 unset INSTA_FORCE_PASS # it would turn every snapshot mismatch into a pass
 stage "tests" cargo test --workspace

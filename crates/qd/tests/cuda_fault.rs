@@ -2,6 +2,7 @@
 //!
 //! Its own test binary (one process): a fault poisons the CUDA context for the rest of the process.
 //! Without a driver it prints `skipped`; `QD_REQUIRE_CUDA=1` makes that a failure.
+#![cfg(feature = "cuda")]
 
 use qd::ir::DType;
 use qd::prelude::*;

@@ -4,6 +4,7 @@
 //! GPU record's setting) a missing driver fails them instead. The kernels are given hand-written
 //! PTX through `Device::override_ptx`, so these tests check the runtime whatever the NVPTX lowering
 //! does; `lowered_kernel_runs` checks the lowering's own output end to end.
+#![cfg(feature = "cuda")]
 
 use qd::ir::DType;
 use qd::prelude::*;

@@ -1,6 +1,7 @@
 //! Asking for CUDA never panics. On a machine without the NVIDIA driver (CI) every CUDA name is
 //! `Error::Unavailable` naming the missing driver library; with a driver, these tests check what
 //! still holds there.
+#![cfg(feature = "cuda")]
 
 use qd::prelude::*;
 

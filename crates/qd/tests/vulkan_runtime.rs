@@ -6,6 +6,7 @@
 //! instead. Most kernels are hand-written SPIR-V given through `Device::override_spirv`, so these
 //! tests check the runtime whatever the SPIR-V lowering does; `lowered_kernel_runs` checks the
 //! lowering's own output end to end.
+#![cfg(feature = "vulkan")]
 
 use qd::ir::DType;
 use qd::prelude::*;

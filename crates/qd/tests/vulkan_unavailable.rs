@@ -1,6 +1,7 @@
 //! Asking for Vulkan never panics. Without a loader, a driver (ICD) or a device every Vulkan name is
 //! `Error::Unavailable` saying what is missing and how to install it; `QD_REQUIRE_VULKAN=1` (set by
 //! `scripts/test.sh` once it has installed lavapipe) turns a missing device into a failure.
+#![cfg(feature = "vulkan")]
 
 use qd::prelude::*;
 

@@ -12,9 +12,15 @@
 //! The cache is best effort: failing to create the folder or write a file never fails a launch; it
 //! shows in [`CompileStats::disk`](super::CompileStats).
 
+// The cubin cache itself is only used by the CUDA runtime; the settings it reads from the
+// environment are part of `CudaOptions`, which every build has.
+#[cfg(any(feature = "cuda", test))]
 use std::io::Write;
-use std::path::{Path, PathBuf};
+#[cfg(any(feature = "cuda", test))]
+use std::path::Path;
+use std::path::PathBuf;
 
+#[cfg(any(feature = "cuda", test))]
 /// Bump when the cache's layout or key changes.
 const FORMAT_TAG: &[u8] = b"qd-cubin-cache-v1\0";
 
@@ -37,6 +43,7 @@ pub(crate) fn dir_from_env() -> Option<PathBuf> {
     std::env::var_os("HOME").filter(|h| !h.is_empty()).map(|h| PathBuf::from(h).join(".cache").join("qd"))
 }
 
+#[cfg(any(feature = "cuda", test))]
 /// 128-bit FNV-1a.
 fn fnv1a_128(parts: &[&[u8]]) -> u128 {
     const OFFSET: u128 = 0x6c62272e07bb014262b821756295c58d;
@@ -52,18 +59,21 @@ fn fnv1a_128(parts: &[&[u8]]) -> u128 {
     h
 }
 
+#[cfg(any(feature = "cuda", test))]
 /// The cache key of a PTX module for compute capability `sm` under driver `driver_version`.
 pub(crate) fn key(ptx: &str, sm: u32, driver_version: u32) -> String {
     let h = fnv1a_128(&[FORMAT_TAG, &sm.to_le_bytes(), &driver_version.to_le_bytes(), ptx.as_bytes()]);
     format!("{h:032x}")
 }
 
+#[cfg(any(feature = "cuda", test))]
 /// A cubin cache rooted at one folder.
 #[derive(Clone, Debug)]
 pub(crate) struct DiskCache {
     root: PathBuf,
 }
 
+#[cfg(any(feature = "cuda", test))]
 impl DiskCache {
     /// A cache under `root` (created on the first store).
     pub(crate) fn new(root: PathBuf) -> DiskCache {
@@ -129,6 +139,7 @@ mod tests {
     fn store_then_load_round_trips_and_rejects_non_elf() {
         let root = std::env::temp_dir().join(format!("qd-disk-cache-test-{}", std::process::id()));
         let cache = DiskCache::new(root.clone());
+        assert_eq!(cache.root(), root);
         let path = cache.path(&key("x", 90, 1), 90);
         assert!(path.starts_with(root.join("cuda").join("sm_90")));
         assert!(cache.load(&path).is_none());

@@ -1,4 +1,5 @@
-//! Launch geometry of range kernels (D1): bounds evaluated on the host, grid capped, grid-stride past it.
+//! What every launch shares: the argument checks, the launch geometry of range kernels (D1: bounds
+//! evaluated on the host, grid capped, grid-stride past it), and scalar widths at the kernel ABI.
 
 use super::{Arg, Error, Result};
 use crate::ir::{eval, ArrayRef, InstKind, Kernel, Param, Special, ValueId};
@@ -100,8 +101,50 @@ pub(super) fn range_grid(k: &Kernel, args: &[Arg]) -> Result<u32> {
     Ok(n.div_ceil(bd).min(RANGE_GRID_CAP as u64) as u32)
 }
 
+/// Arguments against parameters: count, array or scalar, dtype. The same on every backend.
+pub(super) fn check_args(k: &crate::ir::Kernel, args: &[Arg]) -> Result<()> {
+    if args.len() != k.params.len() {
+        return Err(Error::Launch {
+            kernel: k.name.clone(),
+            message: format!("expects {} arguments ({}), got {}", k.params.len(), param_list(k), args.len()),
+        });
+    }
+    for (i, (p, a)) in k.params.iter().zip(args).enumerate() {
+        let err = |message: String| Error::Argument {
+            kernel: k.name.clone(),
+            index: i,
+            param: p.name().to_string(),
+            message,
+        };
+        match (p, a) {
+            (crate::ir::Param::Array { dtype, .. }, Arg::Array(h)) => {
+                if h.dtype() != *dtype {
+                    return Err(err(format!("expects an array of {dtype}, got an array of {}", h.dtype())));
+                }
+            }
+            (crate::ir::Param::Scalar { dtype, .. }, Arg::Scalar(d, _)) => {
+                if d != dtype {
+                    return Err(err(format!("expects a {dtype} scalar, got {d}")));
+                }
+            }
+            (crate::ir::Param::Array { dtype, .. }, Arg::Scalar(d, _)) => {
+                return Err(err(format!("expects an array of {dtype}, got a {d} scalar")));
+            }
+            (crate::ir::Param::Scalar { dtype, .. }, Arg::Array(h)) => {
+                return Err(err(format!("expects a {dtype} scalar, got an array of {}", h.dtype())));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn param_list(k: &crate::ir::Kernel) -> String {
+    k.params.iter().map(|p| format!("{}: {}", p.name(), p.dtype())).collect::<Vec<_>>().join(", ")
+}
+
 /// A scalar argument's bits as a kernel receives them: masked to the dtype's width (bool is 0/1);
 /// `None` for a width no scalar parameter has (b128).
+#[cfg(any(feature = "cuda", feature = "vulkan"))]
 pub(super) fn scalar_slot(dtype: crate::ir::DType, bits: u64) -> Option<u64> {
     match dtype.bits() {
         1 => Some(bits & 1),

@@ -1,0 +1,120 @@
+//! The CUDA runtime: NVIDIA GPUs through the driver API (`cudarc`'s raw bindings, with `libcuda`
+//! loaded at run time, so nothing is needed at build time and a machine without a driver gets
+//! [`Error::Unavailable`](crate::runtime::Error::Unavailable) rather than a panic).
+//!
+//! * Context: the device's primary context, made current on the calling thread before every
+//!   sequence of driver calls, so a [`Device`](super::Device) can be used from any thread.
+//! * Memory: plain `cuMemAlloc` allocations (no managed memory), synchronous copies.
+//! * Kernels: PTX from the NVPTX lowering (or [`Device::override_ptx`](super::Device::override_ptx)),
+//!   compiled by the driver's JIT and loaded as a module. With the disk cache on (the default) the
+//!   PTX goes through the link API (`cuLinkCreate`/`cuLinkAddData`/`cuLinkComplete`) and the cubin is
+//!   stored (see `disk_cache.rs`); a later process loads the cubin with `cuModuleLoadData` and skips
+//!   the JIT. With it off, the PTX goes straight to `cuModuleLoadDataEx`. Either way a rejected
+//!   module comes back as [`Error::Driver`](crate::runtime::Error::Driver) with the JIT's error log in its message.
+//! * Launch: params marshalled per [`PtxParam`] (an array is a u64 device pointer then its u32
+//!   length; a scalar is passed at its natural width, bool as u8), block = the kernel's `block_dim`,
+//!   grid per D1, on the legacy default stream, then `cuCtxSynchronize`: a fault inside the kernel is
+//!   an [`Error::Driver`](crate::runtime::Error::Driver) from `cuCtxSynchronize` naming the kernel.
+//! * Timed launch ([`Device::launch_timed`](super::Device::launch_timed)): the same launch between
+//!   two events recorded on that stream; the time is `cuEventElapsedTime` between them.
+//!
+//! The public types here ([`PtxCode`], [`PtxParam`], [`CudaOptions`]) are always built; the driver
+//! bindings (`cudarc`) and everything that calls them only with the `cuda` cargo feature. Without
+//! it, `cuda:N` is [`Error::BackendNotBuilt`](crate::runtime::Error::BackendNotBuilt) and no CUDA device is listed.
+//!
+//! Files: `driver.rs` (the driver library, errors, the primary context), `device.rs` (opening a
+//! device, its properties, arrays), `jit.rs` (PTX to a module: the JIT and the link API),
+//! `module.rs` (lowering, loading a kernel, shared-memory attributes), `launch.rs` (parameter
+//! marshalling, launches, events, occupancy), `runtime.rs` (the `Runtime` implementation `Device`
+//! holds).
+
+#[cfg(feature = "cuda")]
+mod device;
+#[cfg(feature = "cuda")]
+mod driver;
+#[cfg(feature = "cuda")]
+mod jit;
+#[cfg(feature = "cuda")]
+mod launch;
+#[cfg(feature = "cuda")]
+mod module;
+#[cfg(feature = "cuda")]
+mod runtime;
+
+#[cfg(feature = "cuda")]
+pub(super) use driver::device_count;
+#[cfg(feature = "cuda")]
+pub(super) use runtime::open;
+
+use super::disk_cache;
+use crate::ir::DType;
+use std::path::PathBuf;
+#[cfg(not(feature = "cuda"))]
+use {super::device::Runtime, super::Error, super::Result, std::sync::Arc};
+
+/// PTX for one kernel as the CUDA runtime loads it: what the NVPTX lowering produces, or what a
+/// test or a debugging session hands to [`Device::override_ptx`](super::Device::override_ptx).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PtxCode {
+    /// The whole module text (`.version`, `.target`, the `.entry`).
+    pub text: String,
+    /// The `.entry` name to launch.
+    pub entry: String,
+    /// Shared memory per block in bytes. The runtime reads the module's static shared size from the
+    /// driver and passes the rest as dynamic shared memory at launch, setting the opt-in attribute
+    /// when the total passes 48 KiB; so this may count static memory or not, as long as a module that
+    /// needs a dynamic region counts it here.
+    pub shared_bytes: u32,
+    /// How each kernel parameter is passed, in order (one entry per IR parameter).
+    pub params: Vec<PtxParam>,
+}
+
+/// How one kernel parameter is passed to a PTX entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PtxParam {
+    /// Two PTX parameters: the array's u64 device pointer, then its u32 length.
+    Array {
+        /// Element type.
+        dtype: DType,
+    },
+    /// One PTX parameter at the type's natural width (bool as u8).
+    Scalar {
+        /// Its type.
+        dtype: DType,
+    },
+}
+
+/// Settings of a CUDA device.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CudaOptions {
+    /// Store cubins on disk and load them in later processes (`QD_CACHE_DISABLE=1` turns it off).
+    pub disk_cache: bool,
+    /// The cache folder (`$QD_CACHE_DIR`, else `~/.cache/qd`); `None` with `disk_cache` means no
+    /// folder could be found, so nothing is cached.
+    pub cache_dir: Option<PathBuf>,
+}
+
+impl CudaOptions {
+    /// From the environment: `QD_CACHE_DISABLE` and `QD_CACHE_DIR` (else `~/.cache/qd`).
+    pub fn from_env() -> CudaOptions {
+        CudaOptions { disk_cache: !disk_cache::disabled_by_env(), cache_dir: disk_cache::dir_from_env() }
+    }
+}
+
+impl Default for CudaOptions {
+    fn default() -> Self {
+        CudaOptions::from_env()
+    }
+}
+
+/// Without the `cuda` feature there is no CUDA runtime to open.
+#[cfg(not(feature = "cuda"))]
+pub(super) fn open(_ordinal: u32, _options: &CudaOptions, _name: &str) -> Result<Arc<dyn Runtime>> {
+    Err(Error::BackendNotBuilt { backend: "cuda", feature: "cuda" })
+}
+
+/// Without the `cuda` feature no CUDA device is listed.
+#[cfg(not(feature = "cuda"))]
+pub(super) fn device_count() -> u32 {
+    0
+}

@@ -1,0 +1,193 @@
+//! Loading a kernel: PTX from the NVPTX lowering (or an override), through the disk cache or the
+//! JIT, then its entry function and shared-memory attributes.
+
+use super::device::{CudaDevice, DEFAULT_SHARED_LIMIT};
+use super::driver::{check, Context, DriverFailure};
+use super::jit::{jit_link, jit_load, load_image};
+use super::{PtxCode, PtxParam};
+use crate::backend::ptx::{
+    lower::{lower_kernel, ParamAbi, PtxModule},
+    PtxTarget,
+};
+use crate::ir::{self, Param};
+use crate::runtime::disk_cache;
+use crate::runtime::{CompileStats, DiskCacheUse, Error, Result};
+use crate::trace::TraceError;
+use cudarc::driver::sys;
+use std::ffi::{c_int, CString};
+use std::ptr::null_mut;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Lowers `kernel` to PTX for `sm_<sm>` through the NVPTX backend.
+pub(crate) fn lower(kernel: &ir::Kernel, sm: u32) -> std::result::Result<PtxCode, TraceError> {
+    let m: PtxModule = lower_kernel(kernel, &PtxTarget::sm(sm))?;
+    Ok(PtxCode {
+        text: m.text,
+        entry: m.entry,
+        shared_bytes: m.shared_bytes,
+        params: m
+            .params
+            .into_iter()
+            .map(|p| match p {
+                ParamAbi::Array { dtype } => PtxParam::Array { dtype },
+                ParamAbi::Scalar { dtype } => PtxParam::Scalar { dtype },
+            })
+            .collect(),
+    })
+}
+
+impl CudaDevice {
+    /// Loads a kernel: PTX through the disk cache or the JIT, then its entry function and
+    /// shared-memory attributes. Fills the load part of `stats`.
+    pub(crate) fn load(&self, kernel: ir::Kernel, code: PtxCode, stats: &mut CompileStats) -> Result<CudaKernel> {
+        let name = kernel.name.clone();
+        check_abi(&kernel, &code.params)?;
+        let drv = |e: DriverFailure| e.into_error(&name);
+        let bad =
+            |what: &str| Error::Launch { kernel: name.clone(), message: format!("the PTX {what} contains a NUL byte") };
+        let text = CString::new(code.text.as_str()).map_err(|_| bad("text"))?;
+        let entry = CString::new(code.entry.as_str()).map_err(|_| bad("entry name"))?;
+        let start = Instant::now();
+        self.ctx.bind().map_err(drv)?;
+        let sm = self.props.sm();
+        let module = match &self.disk {
+            None => {
+                stats.disk = DiskCacheUse::Disabled;
+                let (module, wall) = jit_load(&text).map_err(drv)?;
+                stats.jit = wall;
+                module
+            }
+            Some(disk) => {
+                let key = disk_cache::key(&code.text, sm, self.props.driver_version);
+                let path = disk.path(&key, sm);
+                let cached = disk.load(&path).and_then(|cubin| load_image(&cubin).ok());
+                match cached {
+                    Some(module) => {
+                        stats.disk = DiskCacheUse::Hit(path);
+                        module
+                    }
+                    None => {
+                        let (cubin, wall) = jit_link(&text, &name).map_err(drv)?;
+                        stats.jit = wall;
+                        stats.disk = match disk.store(&path, &cubin) {
+                            Ok(()) => DiskCacheUse::Stored(path),
+                            Err(e) => DiskCacheUse::StoreFailed(format!("{}: {e}", path.display())),
+                        };
+                        load_image(&cubin).map_err(drv)?
+                    }
+                }
+            }
+        };
+        let module = Module { ctx: self.ctx.clone(), module };
+        let mut func: sys::CUfunction = null_mut();
+        // SAFETY: loaded module, NUL-terminated name, valid out-pointer.
+        check("cuModuleGetFunction", unsafe { sys::cuModuleGetFunction(&mut func, module.module, entry.as_ptr()) })
+            .map_err(|e| drv(DriverFailure { message: format!("{} (entry `{}`)", e.message, code.entry), ..e }))?;
+        let mut static_shared: c_int = 0;
+        // SAFETY: valid function and out-pointer.
+        check("cuFuncGetAttribute", unsafe {
+            sys::cuFuncGetAttribute(
+                &mut static_shared,
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+                func,
+            )
+        })
+        .map_err(drv)?;
+        let static_shared = static_shared.max(0) as u32;
+        let dynamic_shared = code.shared_bytes.saturating_sub(static_shared);
+        let total = static_shared + dynamic_shared;
+        let limit = self.props.max_shared_optin.max(DEFAULT_SHARED_LIMIT);
+        if total > limit {
+            return Err(Error::Launch {
+                kernel: name,
+                message: format!(
+                    "uses {total} bytes of shared memory per block; cuda:{} allows {limit}",
+                    self.props.ordinal
+                ),
+            });
+        }
+        if dynamic_shared > 0 && total > DEFAULT_SHARED_LIMIT {
+            // SAFETY: valid function; the value is within the device's opt-in limit.
+            check("cuFuncSetAttribute", unsafe {
+                sys::cuFuncSetAttribute(
+                    func,
+                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    dynamic_shared as c_int,
+                )
+            })
+            .map_err(drv)?;
+        }
+        stats.load = start.elapsed();
+        Ok(CudaKernel { kernel, code, module, func, dynamic_shared })
+    }
+}
+
+/// The parameter passing must match the kernel's parameters one to one.
+pub(super) fn check_abi(k: &ir::Kernel, params: &[PtxParam]) -> Result<()> {
+    let mismatch = |message: String| Error::Launch {
+        kernel: k.name.clone(),
+        message: format!("the PTX module's parameters do not match the kernel's: {message}"),
+    };
+    if params.len() != k.params.len() {
+        return Err(mismatch(format!("{} PTX parameters for {} kernel parameters", params.len(), k.params.len())));
+    }
+    for (i, (p, abi)) in k.params.iter().zip(params).enumerate() {
+        let ok = match (p, abi) {
+            (Param::Array { dtype, .. }, PtxParam::Array { dtype: d }) => dtype == d,
+            (Param::Scalar { dtype, .. }, PtxParam::Scalar { dtype: d }) => dtype == d,
+            _ => false,
+        };
+        if !ok {
+            return Err(mismatch(format!("parameter {i} (`{}`) is {abi:?}", p.name())));
+        }
+    }
+    Ok(())
+}
+
+/// A loaded module, unloaded on drop.
+pub(super) struct Module {
+    ctx: Arc<Context>,
+    module: sys::CUmodule,
+}
+
+// SAFETY: see `Context`.
+unsafe impl Send for Module {}
+// SAFETY: see `Context`.
+unsafe impl Sync for Module {}
+
+impl Drop for Module {
+    fn drop(&mut self) {
+        if self.ctx.bind().is_ok() {
+            // SAFETY: loaded in this context and no longer referenced.
+            unsafe {
+                sys::cuModuleUnload(self.module);
+            }
+        }
+    }
+}
+
+/// A kernel ready to launch.
+pub(crate) struct CudaKernel {
+    pub(crate) kernel: ir::Kernel,
+    pub(crate) code: PtxCode,
+    module: Module,
+    pub(super) func: sys::CUfunction,
+    pub(super) dynamic_shared: u32,
+}
+
+// SAFETY: see `Context`; `func` lives as long as `module`.
+unsafe impl Send for CudaKernel {}
+// SAFETY: see `Context`.
+unsafe impl Sync for CudaKernel {}
+
+impl std::fmt::Debug for CudaKernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CudaKernel")
+            .field("kernel", &self.kernel.name)
+            .field("entry", &self.code.entry)
+            .field("dynamic_shared", &self.dynamic_shared)
+            .field("module", &self.module.module)
+            .finish()
+    }
+}

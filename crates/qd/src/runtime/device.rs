@@ -1,0 +1,489 @@
+//! [`Device`], what user code holds, and the [`Runtime`] trait it dispatches to: one
+//! implementation per runtime (the CPU emulator in `cpu.rs`, CUDA in `cuda/`, Vulkan in
+//! `vulkan/`), so a new runtime is one module implementing three traits: [`Runtime`] for the
+//! device, [`RuntimeArray`] for its memory, [`RuntimeKernel`] for its loaded kernels.
+//!
+//! What is the same on every runtime lives here: the in-memory kernel cache, tracing, the argument
+//! checks and the D1 grid of range kernels, so a mistake reads the same everywhere.
+
+use super::array::{DeviceArray, RuntimeArray};
+use super::cache::{lock, CodeOverrides, KernelCache};
+use super::errors::{Error, Result};
+use super::info::{CompileStats, DeviceInfo};
+use super::{cpu, cuda, launch, vulkan, Arg, CudaOptions, Grid, PtxCode, SpirvCode};
+use crate::backend::Target;
+use crate::ir::{self, DType};
+use crate::trace::{Kernel, Scalar};
+use std::any::Any;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// One device of one runtime: everything [`Device`] asks of a backend.
+///
+/// Arguments reaching [`launch`](Runtime::launch) are checked: their count and dtypes match the
+/// kernel's parameters and every array is one this runtime [`owns`](Runtime::owns); kernels are
+/// ones this runtime compiled.
+pub(crate) trait Runtime: Send + Sync {
+    /// The target kernels are traced for (asked once, when the [`Device`] is made).
+    fn target(&self) -> Target;
+
+    /// What this device is; `name` and `target` are the [`Device`]'s.
+    fn info(&self, name: &str, target: &Target) -> DeviceInfo;
+
+    /// A new array of `len` elements of `dtype`: zeroed, or holding `init` (`len` element bits).
+    fn alloc(&self, dtype: DType, len: usize, init: Option<&[u64]>) -> Result<Arc<dyn RuntimeArray>>;
+
+    /// Whether `array` lives on this device, so a kernel here can use it.
+    fn owns(&self, array: &dyn RuntimeArray) -> bool;
+
+    /// Lowers and loads a traced kernel, filling the `lower`, `load`, `jit` and `disk` parts of
+    /// `stats` (the [`Device`] times tracing and the whole).
+    fn compile(&self, ir: ir::Kernel, stats: &mut CompileStats) -> Result<Arc<dyn RuntimeKernel>>;
+
+    /// Runs `kernel` on `grid` blocks with checked `args` and waits for it.
+    fn launch(&self, kernel: &dyn RuntimeKernel, grid: u32, args: &[Arg]) -> Result<()>;
+
+    /// As [`launch`](Runtime::launch), returning how long it ran. By default the host clock around
+    /// the whole launch; a runtime with device timers (CUDA's events) times the kernel alone.
+    fn launch_timed(&self, kernel: &dyn RuntimeKernel, grid: u32, args: &[Arg]) -> Result<Duration> {
+        let start = Instant::now();
+        self.launch(kernel, grid, args)?;
+        Ok(start.elapsed())
+    }
+
+    /// How many blocks of `kernel` run at once on one multiprocessor, when the driver says.
+    fn max_active_blocks(&self, _kernel: &dyn RuntimeKernel) -> Result<Option<u32>> {
+        Ok(None)
+    }
+
+    /// Where [`Device::override_ptx`] stores PTX, on a runtime that loads PTX.
+    fn ptx_overrides(&self) -> Option<&CodeOverrides<PtxCode>> {
+        None
+    }
+
+    /// Where [`Device::override_spirv`] stores SPIR-V, on a runtime that loads SPIR-V.
+    fn spirv_overrides(&self) -> Option<&CodeOverrides<SpirvCode>> {
+        None
+    }
+}
+
+/// A kernel one runtime loaded; the runtime finds its own type again with [`downcast_kernel`].
+pub(crate) trait RuntimeKernel: Any + Send + Sync + std::fmt::Debug {
+    /// The traced IR.
+    fn kernel(&self) -> &ir::Kernel;
+
+    /// The emulator's program (CPU runtime).
+    fn cpu_program(&self) -> Option<&crate::backend::cpu::Program> {
+        None
+    }
+
+    /// The PTX that was loaded (CUDA runtime).
+    fn ptx(&self) -> Option<&PtxCode> {
+        None
+    }
+
+    /// The SPIR-V that was loaded (Vulkan runtime).
+    fn spirv(&self) -> Option<&SpirvCode> {
+        None
+    }
+}
+
+/// `kernel` as runtime `T`'s own kernel type. A device only launches kernels it compiled, so
+/// another type is a bug in the runtime.
+pub(crate) fn downcast_kernel<T: RuntimeKernel>(kernel: &dyn RuntimeKernel) -> &T {
+    (kernel as &dyn Any).downcast_ref::<T>().expect("a device only holds kernels it compiled")
+}
+
+/// A compute device.
+#[derive(Clone)]
+pub struct Device {
+    inner: Arc<DeviceInner>,
+}
+
+struct DeviceInner {
+    name: String,
+    target: Target,
+    runtime: Arc<dyn Runtime>,
+    cache: KernelCache,
+    last_compile: Mutex<Option<CompileStats>>,
+}
+
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.inner.name)
+    }
+}
+
+/// A traced and lowered kernel, ready to launch on the device that compiled it.
+pub struct CompiledKernel {
+    exec: Arc<dyn RuntimeKernel>,
+}
+
+impl std::fmt::Debug for CompiledKernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CompiledKernel({:?})", self.exec)
+    }
+}
+
+impl CompiledKernel {
+    /// The traced IR.
+    pub fn kernel(&self) -> &crate::ir::Kernel {
+        self.exec.kernel()
+    }
+
+    /// The emulator's program (CPU devices).
+    pub fn cpu_program(&self) -> Option<&crate::backend::cpu::Program> {
+        self.exec.cpu_program()
+    }
+
+    /// The PTX that was loaded (CUDA devices).
+    pub fn ptx(&self) -> Option<&PtxCode> {
+        self.exec.ptx()
+    }
+
+    /// The SPIR-V that was loaded (Vulkan devices).
+    pub fn spirv(&self) -> Option<&SpirvCode> {
+        self.exec.spirv()
+    }
+}
+
+impl Device {
+    fn new(name: String, runtime: Arc<dyn Runtime>) -> Device {
+        let target = runtime.target();
+        Device {
+            inner: Arc::new(DeviceInner {
+                name,
+                target,
+                runtime,
+                cache: KernelCache::default(),
+                last_compile: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// The CPU emulator with 32-lane subgroups.
+    pub fn cpu() -> Device {
+        Device::cpu_with(32, crate::backend::cpu::Options::default()).expect("32 is a valid subgroup size")
+    }
+
+    /// The CPU emulator with `subgroup_size` lanes (4, 8, 16, 32 or 64) and the given options.
+    pub fn cpu_with(subgroup_size: u32, options: crate::backend::cpu::Options) -> Result<Device> {
+        if !cpu::SUBGROUP_SIZES.contains(&subgroup_size) {
+            return Err(Error::Unavailable {
+                backend: format!("cpu:sg{subgroup_size}"),
+                reason: "the emulator's subgroup size is one of 4, 8, 16, 32, 64".into(),
+            });
+        }
+        let name = if subgroup_size == 32 { "cpu".into() } else { format!("cpu:sg{subgroup_size}") };
+        Ok(Device::new(name, Arc::new(cpu::CpuRuntime::new(subgroup_size, options))))
+    }
+
+    /// CUDA device `ordinal` (`cuda:N`), with the disk cache set from the environment.
+    ///
+    /// Without a driver (no `libcuda`), with no such device, or when the driver fails to start,
+    /// this is [`Error::Unavailable`] with the reason; in a build without the `cuda` feature it is
+    /// [`Error::BackendNotBuilt`].
+    pub fn cuda(ordinal: u32) -> Result<Device> {
+        Device::cuda_with(ordinal, CudaOptions::from_env())
+    }
+
+    /// CUDA device `ordinal` with explicit options (e.g. a private cache folder).
+    pub fn cuda_with(ordinal: u32, options: CudaOptions) -> Result<Device> {
+        let name = format!("cuda:{ordinal}");
+        let runtime = cuda::open(ordinal, &options, &name)?;
+        Ok(Device::new(name, runtime))
+    }
+
+    /// Vulkan device `ordinal` (`vulkan:N`, in the order of [`available_devices`](super::available_devices)
+    /// and `qd info`).
+    ///
+    /// Without a Vulkan loader (`libvulkan.so.1`), without a driver, with no such device, or with a
+    /// device that lacks what qd needs (Vulkan 1.1, compute subgroups with basic, vote, ballot,
+    /// shuffle and relative shuffle operations, `shaderInt64`), this is [`Error::Unavailable`] with
+    /// the reason and, where something is missing, how to install it; in a build without the
+    /// `vulkan` feature it is [`Error::BackendNotBuilt`]. Every `Device` naming the same ordinal
+    /// shares one logical device, so arrays move freely between them.
+    pub fn vulkan(ordinal: u32) -> Result<Device> {
+        let name = format!("vulkan:{ordinal}");
+        let runtime = vulkan::open(ordinal, &name)?;
+        Ok(Device::new(name, runtime))
+    }
+
+    /// A device by its command-line name (D10): `cpu`, `cpu:sgN`, `cuda[:N]`, `vulkan[:N]`, `amdgpu`.
+    ///
+    /// `cuda` is `cuda:0` and `vulkan` is `vulkan:0`; the device's [`name`](Device::name) is always
+    /// `cuda:N` or `vulkan:N`.
+    pub fn from_name(name: &str) -> Result<Device> {
+        let unavailable = |reason: &str| Error::Unavailable { backend: name.to_string(), reason: reason.to_string() };
+        match name {
+            "cpu" => Ok(Device::cpu()),
+            n if n.starts_with("cpu:sg") => {
+                let sg: u32 = n["cpu:sg".len()..]
+                    .parse()
+                    .map_err(|_| unavailable("expected cpu:sgN with N in 4, 8, 16, 32, 64"))?;
+                Device::cpu_with(sg, crate::backend::cpu::Options::default())
+            }
+            "cuda" => Device::cuda(0).map_err(|e| rename_unavailable(e, name)),
+            n if n.starts_with("cuda:") => {
+                let ordinal: u32 = n["cuda:".len()..]
+                    .parse()
+                    .map_err(|_| unavailable("expected cuda or cuda:N with N a device index (see `qd info`)"))?;
+                Device::cuda(ordinal).map_err(|e| rename_unavailable(e, name))
+            }
+            "vulkan" => Device::vulkan(0).map_err(|e| rename_unavailable(e, name)),
+            n if n.starts_with("vulkan:") => {
+                let ordinal: u32 = n["vulkan:".len()..]
+                    .parse()
+                    .map_err(|_| unavailable("expected vulkan or vulkan:N with N a device index (see `qd info`)"))?;
+                Device::vulkan(ordinal).map_err(|e| rename_unavailable(e, name))
+            }
+            "amdgpu" | "metal" => Err(unavailable("this build has no runtime for it")),
+            _ => Err(unavailable("unknown backend; expected cpu, cpu:sgN, cuda[:N], vulkan[:N], amdgpu")),
+        }
+    }
+
+    /// The device's name (`cpu`, `cpu:sg8`, `cuda:0`, `vulkan:0`, ...).
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The target kernels are traced for.
+    pub fn target(&self) -> &Target {
+        &self.inner.target
+    }
+
+    /// Subgroup width (usable on the host to size blocks).
+    pub fn subgroup_size(&self) -> u32 {
+        self.inner.target.subgroup_size
+    }
+
+    /// What this device is: model, compute capability or Vulkan version, driver, SM count, subgroup
+    /// size, shared memory.
+    pub fn info(&self) -> DeviceInfo {
+        self.inner.runtime.info(&self.inner.name, &self.inner.target)
+    }
+
+    /// One line for `qd info`: [`info`](Device::info) as text.
+    pub fn describe(&self) -> String {
+        self.info().to_string()
+    }
+
+    /// Copies `data` to a new device array.
+    pub fn array_from<T: Scalar>(&self, data: &[T]) -> Result<DeviceArray<T>> {
+        let bits: Vec<u64> = data.iter().map(|x| x.to_bits()).collect();
+        Ok(DeviceArray::from_storage(self.inner.runtime.alloc(T::DTYPE, data.len(), Some(&bits))?))
+    }
+
+    /// A new zero-filled device array.
+    pub fn zeros<T: Scalar>(&self, len: usize) -> Result<DeviceArray<T>> {
+        Ok(DeviceArray::from_storage(self.inner.runtime.alloc(T::DTYPE, len, None)?))
+    }
+
+    /// Traces (once per kernel definition and device), lowers and loads `kernel`.
+    ///
+    /// The in-memory cache is keyed by the closure's identity, the name and the block size; a miss
+    /// records its [`CompileStats`] (see [`compile_stats`](Device::compile_stats)).
+    pub fn compile(&self, kernel: &Kernel) -> Result<Arc<CompiledKernel>> {
+        let start = Instant::now();
+        if let Some(p) = self.inner.cache.get(kernel) {
+            return Ok(p);
+        }
+        let mut stats = CompileStats { kernel: kernel.name().to_string(), ..CompileStats::default() };
+        let t = Instant::now();
+        let ir = kernel.trace(&self.inner.target)?;
+        stats.trace = t.elapsed();
+        let exec = self.inner.runtime.compile(ir, &mut stats)?;
+        let compiled = Arc::new(CompiledKernel { exec });
+        self.inner.cache.insert(kernel, compiled.clone());
+        stats.total = start.elapsed();
+        *lock(&self.inner.last_compile) = Some(stats);
+        Ok(compiled)
+    }
+
+    /// Where the time of this device's last compile went (the last in-memory cache miss).
+    pub fn compile_stats(&self) -> Option<CompileStats> {
+        lock(&self.inner.last_compile).clone()
+    }
+
+    /// Forgets every compiled kernel of this device (the disk cache stays), so the next launch
+    /// compiles again: for measuring compile latency.
+    pub fn clear_cache(&self) {
+        self.inner.cache.clear();
+    }
+
+    /// Runs `code` instead of the NVPTX lowering's output for kernels named `kernel_name` on this
+    /// CUDA device: for debugging the lowering and for testing the runtime with hand-written PTX.
+    /// Compiled kernels of that name are dropped from the in-memory cache.
+    ///
+    /// On a device of another backend this is an [`Error::Launch`].
+    pub fn override_ptx(&self, kernel_name: &str, code: PtxCode) -> Result<()> {
+        let Some(overrides) = self.inner.runtime.ptx_overrides() else {
+            return Err(Error::Launch {
+                kernel: kernel_name.to_string(),
+                message: format!("PTX overrides apply to CUDA devices; this is {}", self.inner.name),
+            });
+        };
+        overrides.insert(kernel_name, code);
+        self.inner.cache.forget_name(kernel_name);
+        Ok(())
+    }
+
+    /// Runs `code` instead of the SPIR-V lowering's output for kernels named `kernel_name` on this
+    /// Vulkan device: for debugging the lowering and for testing the runtime with hand-written
+    /// SPIR-V. Compiled kernels of that name are dropped from the in-memory cache.
+    ///
+    /// On a device of another backend this is an [`Error::Launch`].
+    pub fn override_spirv(&self, kernel_name: &str, code: SpirvCode) -> Result<()> {
+        let Some(overrides) = self.inner.runtime.spirv_overrides() else {
+            return Err(Error::Launch {
+                kernel: kernel_name.to_string(),
+                message: format!("SPIR-V overrides apply to Vulkan devices; this is {}", self.inner.name),
+            });
+        };
+        overrides.insert(kernel_name, code);
+        self.inner.cache.forget_name(kernel_name);
+        Ok(())
+    }
+
+    /// Traces `kernel` for this device and returns the IR (for dumps and tests).
+    pub fn trace(&self, kernel: &Kernel) -> Result<crate::ir::Kernel> {
+        Ok(kernel.trace(&self.inner.target)?)
+    }
+
+    /// Launches a range kernel: the grid comes from its `parallel_for` bounds (D1).
+    pub fn launch(&self, kernel: &Kernel, args: &[Arg]) -> Result<()> {
+        let compiled = self.compile(kernel)?;
+        let k = compiled.kernel();
+        if k.launch != crate::ir::LaunchKind::Range {
+            return Err(Error::Launch {
+                kernel: k.name.clone(),
+                message: "an explicit kernel is launched with launch_grid(kernel, blocks, args)".into(),
+            });
+        }
+        self.check_args(k, args)?;
+        let grid = launch::range_grid(k, args)?;
+        self.inner.runtime.launch(compiled.exec.as_ref(), grid, args)
+    }
+
+    /// Launches an explicit kernel on `grid` blocks of its `block_dim` threads.
+    pub fn launch_grid(&self, kernel: &Kernel, grid: Grid, args: &[Arg]) -> Result<()> {
+        let compiled = self.compile(kernel)?;
+        let k = compiled.kernel();
+        if k.launch != crate::ir::LaunchKind::Explicit {
+            return Err(Error::Launch {
+                kernel: k.name.clone(),
+                message: "a range kernel is launched with launch(kernel, args); its grid comes from its range".into(),
+            });
+        }
+        self.check_args(k, args)?;
+        self.inner.runtime.launch(compiled.exec.as_ref(), grid, args)
+    }
+
+    /// Launches `kernel` once, waits for it, and returns how long it ran: a range kernel with
+    /// `grid == None` (its grid comes from its range, as in [`launch`](Device::launch)), an explicit
+    /// kernel with `Some(blocks)` (as in [`launch_grid`](Device::launch_grid)); the other pairings
+    /// are an [`Error::Launch`].
+    ///
+    /// What the time covers depends on the backend:
+    ///
+    /// * CUDA: the kernel alone, from two events recorded on the launch's stream just before and
+    ///   just after `cuLaunchKernel` (`cuEventElapsedTime`, about half a microsecond of
+    ///   resolution). Argument marshalling, the host's launch call overhead before the first event
+    ///   and the wait after the second are outside it.
+    /// * Vulkan: the host clock around the whole launch: parameter-block upload, descriptor set
+    ///   and command buffer recording, submission, and the wait on the fence. Tens of microseconds
+    ///   of host work are included; compare large launches only.
+    /// * CPU emulator: the host clock around the emulated launch (the emulator's speed, not a GPU's).
+    ///
+    /// Compiling is never timed: the first call compiles (or finds the kernel in the caches) before
+    /// the clock starts. Errors are those of [`launch`](Device::launch) and
+    /// [`launch_grid`](Device::launch_grid), plus [`Error::Driver`] for a failed event call.
+    pub fn launch_timed(&self, kernel: &Kernel, grid: Option<Grid>, args: &[Arg]) -> Result<Duration> {
+        let compiled = self.compile(kernel)?;
+        let k = compiled.kernel();
+        use crate::ir::LaunchKind;
+        let mismatch = |message: &str| Error::Launch { kernel: k.name.clone(), message: message.into() };
+        let grid = match (k.launch, grid) {
+            (LaunchKind::Range, None) => {
+                self.check_args(k, args)?;
+                launch::range_grid(k, args)?
+            }
+            (LaunchKind::Explicit, Some(g)) => {
+                self.check_args(k, args)?;
+                g
+            }
+            (LaunchKind::Range, Some(_)) => {
+                return Err(mismatch("a range kernel is timed with launch_timed(kernel, None, args)"));
+            }
+            (LaunchKind::Explicit, None) => {
+                return Err(mismatch("an explicit kernel is timed with launch_timed(kernel, Some(blocks), args)"));
+            }
+        };
+        self.inner.runtime.launch_timed(compiled.exec.as_ref(), grid, args)
+    }
+
+    /// How many blocks of `kernel` run at once on one multiprocessor, as the driver computes it from
+    /// the compiled kernel's registers, shared memory and block size (CUDA); `None` on backends that
+    /// do not say (the CPU emulator, Vulkan). Compiles the kernel first, like a launch. For sizing
+    /// grids that should fill the device in one wave.
+    pub fn max_active_blocks_per_multiprocessor(&self, kernel: &Kernel) -> Result<Option<u32>> {
+        let compiled = self.compile(kernel)?;
+        self.inner.runtime.max_active_blocks(compiled.exec.as_ref())
+    }
+
+    /// Checks `args` against the parameters, and that every array lives on this device.
+    fn check_args(&self, k: &crate::ir::Kernel, args: &[Arg]) -> Result<()> {
+        launch::check_args(k, args)?;
+        for (i, (p, a)) in k.params.iter().zip(args).enumerate() {
+            if let Arg::Array(h) = a {
+                if !self.inner.runtime.owns(h.storage()) {
+                    return Err(Error::Argument {
+                        kernel: k.name.clone(),
+                        index: i,
+                        param: p.name().to_string(),
+                        message: format!(
+                            "the array lives on {}, the kernel runs on {}; arrays do not move between devices",
+                            h.device(),
+                            self.inner.name
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `Unavailable` errors of `Device::cuda` and `Device::vulkan` name `cuda:N` / `vulkan:N`; keep the
+/// name the user gave.
+fn rename_unavailable(e: Error, name: &str) -> Error {
+    match e {
+        Error::Unavailable { reason, .. } => Error::Unavailable { backend: name.to_string(), reason },
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::available_devices;
+    use super::*;
+
+    /// A build without a GPU runtime's feature names the feature instead of looking for a driver.
+    #[test]
+    fn a_runtime_left_out_of_the_build_says_which_feature_brings_it() {
+        let cases: [(&str, &str, bool); 2] =
+            [("cuda", "cuda:0", cfg!(feature = "cuda")), ("vulkan", "vulkan:0", cfg!(feature = "vulkan"))];
+        for (backend, name, built) in cases {
+            if built {
+                continue;
+            }
+            let e = Device::from_name(name).unwrap_err();
+            assert!(
+                matches!(e, Error::BackendNotBuilt { backend: b, feature: f } if b == backend && f == backend),
+                "{e}"
+            );
+            assert!(e.to_string().contains(&format!("built without the `{backend}` cargo feature")), "{e}");
+            assert!(available_devices().iter().all(|n| !n.starts_with(backend)));
+        }
+    }
+}
