@@ -630,11 +630,14 @@ impl BenchConfig {
     /// waits on another.
     pub fn defaults_for(device: &Device, algo: Algo) -> (u32, u32, u32) {
         let info = device.info();
-        match info.backend {
-            qd::backend::BackendKind::Cuda => (26, 20, 3),
-            qd::backend::BackendKind::Vulkan if algo == Algo::Scan && info.loop_iteration_limit.is_some() => (12, 5, 1),
-            qd::backend::BackendKind::Vulkan => (20, 5, 1),
-            _ => (16, 3, 1),
+        if device.target().is_emulated() {
+            (16, 3, 1)
+        } else if info.device_timer {
+            (26, 20, 3)
+        } else if algo == Algo::Scan && info.loop_iteration_limit.is_some() {
+            (12, 5, 1)
+        } else {
+            (20, 5, 1)
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Runs conformance cases: one random stream per case forked from the seed, a filter on case ids,
 //! failures and skips reported by id, and the totals line D10 fixes.
 
-use crate::conformance::{Case, Outcome, Rng};
+use crate::conformance::{Case, CaseError, Outcome, Rng};
 use qd::prelude::Device;
 use std::io::{self, IsTerminal, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -64,11 +64,16 @@ pub fn run(
         }
         // A panic in one case (a bug in the case or the library) must not hide the others' results.
         let result = catch_unwind(AssertUnwindSafe(|| (case.run)(device, &mut rng)))
-            .unwrap_or_else(|payload| Err(format!("panicked: {}", panic_message(payload.as_ref()))));
+            .unwrap_or_else(|payload| Err(format!("panicked: {}", panic_message(payload.as_ref())).into()));
+        // What the capability check refused is a skip, with its reason.
+        let result = match result {
+            Err(CaseError::Unsupported(reason)) => Ok(Outcome::Skip(reason)),
+            other => other,
+        };
         let (status, detail) = match &result {
             Ok(Outcome::Pass) => ("pass", String::new()),
             Ok(Outcome::Skip(reason)) => ("skip", reason.clone()),
-            Err(message) => ("fail", message.clone()),
+            Err(message) => ("fail", message.to_string()),
         };
         if let Some(r) = report.as_deref_mut() {
             writeln!(r, "{}\t{status}\t{}", case.id, detail.replace(['\t', '\n'], " "))?;
@@ -120,7 +125,7 @@ mod tests {
     use super::*;
 
     fn case(id: &str, outcome: Result<Outcome, String>) -> Case {
-        Case::new(id, move |_, _| outcome.clone())
+        Case::new(id, move |_, _| outcome.clone().map_err(CaseError::Failed))
     }
 
     #[test]

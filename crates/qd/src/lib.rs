@@ -28,6 +28,7 @@ pub mod ir;
 pub mod nv;
 pub mod runtime;
 pub mod simt;
+pub mod target;
 pub mod trace;
 
 /// Everything a kernel author needs.

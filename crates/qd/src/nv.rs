@@ -21,23 +21,14 @@
 //! ```
 
 use crate::ir::{DType, InstKind, NvOp, NvSreg, Ordering, ReduxOp, Scope, Special};
-use crate::trace::{current_loc, emit_at, new_value, op_scope, target, trace_error, Elem, Int, IntoVal, Val};
+use crate::target::{Feature, NvFeature};
+use crate::trace::{current_loc, emit_at, new_value, op_scope, require, trace_error, Elem, Int, IntoVal, Val};
 
-/// Fails the trace unless the target has the `nv` capability; returns whether it has.
+/// Asks the target for the NVIDIA family `family` (the op's own floor included, e.g. `elect.sync`
+/// needs sm_90); records an error naming the op, target and reason when it lacks it.
 #[track_caller]
-fn require_nv(op: &str) -> bool {
-    let t = target();
-    if !t.caps.nv {
-        trace_error(
-            op,
-            format!(
-                "`{op}` is NVIDIA-only and not supported on {} (subgroup of {}); it needs the `nv` capability (cuda, or cpu:sg32)",
-                t.backend, t.subgroup_size
-            ),
-        );
-        return false;
-    }
-    true
+fn require_nv(op: &str, family: NvFeature) -> bool {
+    require(op, Feature::Nv(family))
 }
 
 #[track_caller]
@@ -65,7 +56,7 @@ impl MatchValue for u64 {}
 pub fn match_any<T: MatchValue>(value: impl IntoVal<T>) -> Val<u32> {
     let _op = op_scope("nv.match_any");
     let v = value.into_val();
-    require_nv("nv.match_any");
+    require_nv("nv.match_any", NvFeature::Match);
     Val::from_id(nv_op(NvOp::MatchAny, &[DType::U32], vec![v.id()], None)[0])
 }
 
@@ -74,7 +65,7 @@ pub fn match_any<T: MatchValue>(value: impl IntoVal<T>) -> Val<u32> {
 pub fn match_all<T: MatchValue>(value: impl IntoVal<T>) -> (Val<u32>, Val<bool>) {
     let _op = op_scope("nv.match_all");
     let v = value.into_val();
-    require_nv("nv.match_all");
+    require_nv("nv.match_all", NvFeature::Match);
     let d = nv_op(NvOp::MatchAll, &[DType::U32, DType::Bool], vec![v.id()], None);
     (Val::from_id(d[0]), Val::from_id(d[1]))
 }
@@ -87,9 +78,7 @@ impl ReduxValue for u32 {}
 #[track_caller]
 fn redux<T: ReduxValue>(name: &'static str, op: ReduxOp, value: Val<T>) -> Val<T> {
     let _op = op_scope(name);
-    if require_nv(name) && !target().caps.redux {
-        trace_error(name, format!("`{name}` needs redux.sync (sm_80 or newer)"));
-    }
+    require_nv(name, NvFeature::Redux);
     Val::from_id(nv_op(NvOp::Redux(op), &[T::DTYPE], vec![value.id()], None)[0])
 }
 
@@ -129,7 +118,7 @@ pub fn redux_xor<T: ReduxValue>(value: impl IntoVal<T>) -> Val<T> {
 #[track_caller]
 pub fn elect() -> (Val<u32>, Val<bool>) {
     let _op = op_scope("nv.elect");
-    require_nv("nv.elect");
+    require_nv("nv.elect", NvFeature::Elect);
     let d = nv_op(NvOp::Elect, &[DType::U32, DType::Bool], Vec::new(), None);
     (Val::from_id(d[0]), Val::from_id(d[1]))
 }
@@ -139,7 +128,7 @@ pub fn elect() -> (Val<u32>, Val<bool>) {
 #[track_caller]
 pub fn sreg(reg: NvSreg) -> Val<u64> {
     let _op = op_scope("nv.sreg");
-    require_nv("nv.sreg");
+    require_nv("nv.sreg", NvFeature::Sregs);
     let loc = current_loc();
     let wide = matches!(reg, NvSreg::Clock64 | NvSreg::GlobalTimer | NvSreg::Gridid);
     let dst = new_value(if wide { DType::U64 } else { DType::U32 });
@@ -190,7 +179,7 @@ fn mbarrier(
     dsts: &[DType],
 ) -> Vec<crate::ir::ValueId> {
     let _op = op_scope(name);
-    require_nv(name);
+    require_nv(name, crate::ir::nv_feature(&op));
     if !matches!(bar.place().array, crate::ir::ArrayRef::Shared(_)) {
         trace_error(
             name,
@@ -263,6 +252,9 @@ pub fn mbarrier_try_wait_parity(bar: Elem<u64>, parity: impl IntoVal<u32>) -> Va
 /// Waits until the phase with parity `parity` completes: a `try_wait.parity` loop (seed 004's `wait`).
 #[track_caller]
 pub fn mbarrier_wait_parity(bar: Elem<u64>, parity: impl IntoVal<u32>) {
+    // The loop's body is a closure, which `#[track_caller]` does not reach: the scope keeps the
+    // instructions and errors at the user's call.
+    let _op = op_scope("nv.mbarrier_wait_parity");
     let p = parity.into_val();
     crate::trace::while_(|| !mbarrier_try_wait_parity(bar, p), || {});
 }
@@ -296,7 +288,7 @@ pub fn proxy_fence(kind: &str) {
         trace_error("nv.proxy_fence", format!("unknown proxy fence `{kind}`; expected one of {KINDS:?}"));
         return;
     }
-    if require_nv("nv.proxy_fence") {
+    if require_nv("nv.proxy_fence", NvFeature::ProxyFence) {
         nv_op(NvOp::ProxyFence(kind.to_string()), &[], vec![], None);
     }
 }

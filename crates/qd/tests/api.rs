@@ -121,10 +121,10 @@ fn kernel_definitions_names_shapes_ids_and_ir() {
     assert!(!qd::trace::is_tracing());
     let probe = Kernel::explicit("probe", 32, |k| {
         let out = k.array::<u32>("out");
-        let sg = k.target().subgroup_size;
+        let sg = k.target().subgroup_size();
         let tracing = qd::trace::is_tracing() as u32;
         // Library code asks the target's capabilities, never its backend's name.
-        let has_nv = qd::trace::target().caps.nv as u32;
+        let has_nv = qd::trace::target().has(qd::target::Feature::Nv(qd::target::NvFeature::Match)) as u32;
         if_(block::thread_idx().eq(0), || {
             out.set(0, sg);
             out.set(1, tracing);
@@ -1426,7 +1426,10 @@ fn nv_warp_ops_on_cpu_sg32_and_their_rejection_elsewhere() {
         });
     });
     let d = Device::cpu();
-    assert!(d.target().caps.nv, "cpu (32 lanes) has the nv capability");
+    assert!(
+        d.target().has(qd::target::Feature::Nv(qd::target::NvFeature::Match)),
+        "cpu (32 lanes) has the nv families"
+    );
     let a: Vec<u32> = (0..64).map(|i| (i * 7 % 5) as u32).collect();
     let aa = d.array_from(&a).unwrap();
     let out = d.zeros::<u32>(64 * 8).unwrap();
@@ -1496,8 +1499,12 @@ fn devices_by_name_and_what_they_report() {
         let d = device(name);
         assert_eq!(d.name(), canonical);
         assert_eq!(d.subgroup_size(), sg);
-        assert_eq!(d.target().subgroup_size, sg);
-        assert_eq!(d.target().caps.nv, sg == 32, "the NVIDIA families need 32-lane subgroups");
+        assert_eq!(d.target().subgroup_size(), sg);
+        assert_eq!(
+            d.target().has(qd::target::Feature::Nv(qd::target::NvFeature::Match)),
+            sg == 32,
+            "the NVIDIA families need 32-lane subgroups"
+        );
         assert_eq!(1 << d.target().log2_subgroup_size(), sg);
         let info = d.info();
         assert_eq!(info.name, canonical);

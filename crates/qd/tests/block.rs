@@ -166,8 +166,10 @@ fn emulated_sync_nonzero_matches_the_fused_barrier() {
             out.set(base + 2, block::sync_count_nonzero(v));
         }
     });
-    let mut target = Target::cpu(16);
-    target.caps.barrier_reduce = false;
+    let target = Target::cpu(16).with_support(
+        qd::target::Feature::BarrierReduce,
+        qd::target::Support::polyfill(qd::target::Polyfill::Library("emulated")),
+    );
     let ir = k.trace(&target).unwrap();
     assert!(!qd::ir::print_kernel(&ir).contains("block.sync.popc"), "the emulated path has no fused barrier");
     let prog = cpu::compile(&ir).unwrap();

@@ -415,7 +415,7 @@ fn info_names_the_gpu() {
     let text = d.describe();
     assert!(text.starts_with("cuda:0: ") && text.contains("compute capability"), "{text}");
     assert!(qd::runtime::available_devices().contains(&"cuda:0".to_string()));
-    assert_eq!(d.target().backend, qd::backend::BackendKind::Cuda);
+    assert_eq!(d.target().backend_name(), "cuda");
     assert_eq!(Device::from_name("cuda").unwrap().name(), "cuda:0");
     eprintln!("{text}");
 }

@@ -2,7 +2,7 @@
 //! GLSL450 memory model) and validated by `spirv-val --target-env vulkan1.1` (D9).
 
 use qd::backend::spirv::{lower_kernel, ParamAbi, SpirvCaps, SpirvModule, SpirvTarget};
-use qd::backend::{BackendKind, Target};
+use qd::backend::Target;
 use qd::prelude::*;
 
 /// Validates a module with the kit's spirv-val (D9) for Vulkan 1.1, failing the test with
@@ -79,11 +79,17 @@ fn rejected(ir: &qd::ir::Kernel, sg: u32, caps: SpirvCaps) -> qd::trace::TraceEr
 fn the_vulkan_trace_target_has_the_spirv_capabilities() {
     let caps = SpirvCaps { float64: false, int64_atomics: false, max_shared_bytes: 48 * 1024, ..SpirvCaps::lavapipe() };
     let t = vulkan(16, &caps);
-    assert_eq!((t.backend, t.subgroup_size), (BackendKind::Vulkan, 16));
-    assert!(!t.caps.nv && !t.caps.vote_shortcut && !t.caps.redux && !t.caps.barrier_reduce);
-    assert!(t.caps.uniform_broadcast_lane);
-    assert!(!t.caps.f64 && !t.caps.atomic_i64);
-    assert_eq!(t.caps.max_shared_bytes, 48 * 1024);
+    use qd::ir::{AtomicOp, DType};
+    use qd::target::{Feature, MemSpace, NvFeature};
+    assert_eq!((t.backend_name(), t.subgroup_size()), ("vulkan", 16));
+    let lacks = |f: Feature| !t.support(f).is_available();
+    assert!(lacks(Feature::Nv(NvFeature::Match)) && lacks(Feature::Nv(NvFeature::Redux)));
+    assert!(!t.has(Feature::VoteShortcut) && !t.has(Feature::BarrierReduce));
+    assert!(lacks(Feature::DynamicBroadcastLane));
+    assert!(
+        lacks(Feature::Values(DType::F64)) && lacks(Feature::AtomicRmw(AtomicOp::Add, DType::I64, MemSpace::Device))
+    );
+    assert_eq!(t.limits().max_shared_bytes, 48 * 1024);
 }
 
 #[test]
@@ -193,9 +199,14 @@ fn what_the_device_lacks_is_rejected() {
         block::sync();
         a.set(t, s.get(t).cast::<u32>());
     });
-    let ir = shared.trace(&vulkan(8, &SpirvCaps::lavapipe())).unwrap();
-    let e = rejected(&ir, 8, SpirvCaps::lavapipe());
+    // Tracing for the device refuses it (the capability check), and so does lowering a kernel
+    // traced for a target with more shared memory.
+    let e = shared.trace(&vulkan(8, &SpirvCaps::lavapipe())).unwrap_err();
     assert_eq!(e.op, "block.shared_array");
+    assert!(e.message.contains("49152 bytes") && e.unsupported.is_some(), "{e}");
+    let roomy = SpirvCaps { max_shared_bytes: 64 * 1024, ..SpirvCaps::lavapipe() };
+    let ir = shared.trace(&vulkan(8, &roomy)).unwrap();
+    let e = rejected(&ir, 8, SpirvCaps::lavapipe());
     assert!(e.message.contains("49152 bytes"), "{e}");
 
     // The kernel must have been traced for the target's subgroup width.

@@ -114,8 +114,10 @@ fn bitwise_scans_reject_floats() {
 
 #[test]
 fn broadcast_of_a_varying_lane_where_the_target_needs_a_uniform_one() {
-    let mut spirv_like = Target::cpu(32);
-    spirv_like.caps.uniform_broadcast_lane = true;
+    let spirv_like = Target::cpu(32).with_support(
+        qd::target::Feature::DynamicBroadcastLane,
+        qd::target::Support::unsupported("uniform lanes only"),
+    );
     let line = line!() + 1;
     let e = trace_err::<f32, _>(&spirv_like, |v| subgroup::broadcast(v, (subgroup::invocation_id() ^ 1).cast::<u32>()));
     assert_points_here(&e, "subgroup.broadcast", line, "subgroup-uniform lane");

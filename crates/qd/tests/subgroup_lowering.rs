@@ -71,11 +71,11 @@ fn shuffle_counts_match_the_page() {
 }
 
 fn cuda_like(redux: bool) -> Target {
-    let mut t = Target::cpu(32);
-    t.caps.vote_shortcut = true;
-    t.caps.nv = true;
-    t.caps.redux = redux;
-    t
+    use qd::target::{Feature, NvFeature, Support};
+    let redux = if redux { Support::Native } else { Support::unsupported("sm_70") };
+    Target::cpu(32)
+        .with_support(Feature::VoteShortcut, Support::Native)
+        .with_support(Feature::Nv(NvFeature::Redux), redux)
 }
 
 #[test]

@@ -5,7 +5,7 @@
 //! reference, an exact comparison. A [`Check`] owns its kernel, so `qd tour` runs the same code as
 //! `qd conformance` and `qd emit` prints the same kernels.
 
-use super::{expect_eq, fail, Case, Outcome, Rng};
+use super::{expect_eq, fail, Case, CaseError, Outcome, Rng};
 use qd::prelude::*;
 use qd::trace::{for_range, while_, Int, Shuffle};
 use std::fmt::Debug;
@@ -17,35 +17,21 @@ const BLOCK: u32 = 64;
 /// What a successful run reports: a one-line summary of inputs and outputs for the tour.
 pub type Summary = String;
 
-type Runner = dyn Fn(&Kernel, &Device, &mut Rng) -> Result<Summary, String> + Send + Sync;
+type Runner = dyn Fn(&Kernel, &Device, &mut Rng) -> Result<Summary, CaseError> + Send + Sync;
 
 /// A kernel with its host-side driver: makes random inputs, launches, compares with the host
 /// reference and summarises the result.
 pub struct Check {
     kernel: Kernel,
-    needs_f64: bool,
-    needs_atomic64: bool,
     run: Box<Runner>,
 }
 
 impl Check {
     fn new(
         kernel: Kernel,
-        run: impl Fn(&Kernel, &Device, &mut Rng) -> Result<Summary, String> + Send + Sync + 'static,
+        run: impl Fn(&Kernel, &Device, &mut Rng) -> Result<Summary, CaseError> + Send + Sync + 'static,
     ) -> Check {
-        Check { kernel, needs_f64: false, needs_atomic64: false, run: Box::new(run) }
-    }
-
-    /// Marks the check as using `T` as data (f64 needs the backend's f64 capability).
-    fn data<T: Scalar>(mut self) -> Check {
-        self.needs_f64 |= T::DTYPE == qd::ir::DType::F64;
-        self
-    }
-
-    /// Marks the check as using atomics on `T` (64-bit integer atomics are a capability).
-    fn atomics<T: Scalar>(mut self) -> Check {
-        self.needs_atomic64 |= T::DTYPE.is_int() && T::DTYPE.bits() == 64;
-        self.data::<T>()
+        Check { kernel, run: Box::new(run) }
     }
 
     /// The kernel this check launches.
@@ -53,20 +39,8 @@ impl Check {
         &self.kernel
     }
 
-    /// Why `device` cannot run this check, if it cannot.
-    pub fn skip_reason(&self, device: &Device) -> Option<String> {
-        let caps = &device.target().caps;
-        if self.needs_f64 && !caps.f64 {
-            return Some(format!("{} has no f64", device.name()));
-        }
-        if self.needs_atomic64 && !caps.atomic_i64 {
-            return Some(format!("{} has no 64-bit integer atomics", device.name()));
-        }
-        None
-    }
-
     /// Runs the check: `Ok(summary)` when the device matched the host reference.
-    pub fn run(&self, device: &Device, rng: &mut Rng) -> Result<Summary, String> {
+    pub fn run(&self, device: &Device, rng: &mut Rng) -> Result<Summary, CaseError> {
         (self.run)(&self.kernel, device, rng)
     }
 }
@@ -180,11 +154,11 @@ fn random_vec<T>(rng: &mut Rng, n: usize, f: impl Fn(&mut Rng) -> T) -> Vec<T> {
     (0..n).map(|_| f(rng)).collect()
 }
 
-fn upload<T: Scalar>(device: &Device, data: &[T]) -> Result<DeviceArray<T>, String> {
+fn upload<T: Scalar>(device: &Device, data: &[T]) -> Result<DeviceArray<T>, CaseError> {
     device.array_from(data).map_err(fail)
 }
 
-fn download<T: Scalar>(a: &DeviceArray<T>) -> Result<Vec<T>, String> {
+fn download<T: Scalar>(a: &DeviceArray<T>) -> Result<Vec<T>, CaseError> {
     a.to_vec().map_err(fail)
 }
 
@@ -211,11 +185,11 @@ impl Debug for Hex {
 }
 
 /// Checks that `got` is a permutation of `0..n` (as `T`).
-fn expect_permutation<T: IntElt + Debug>(what: &str, got: &[T]) -> Result<(), String> {
+fn expect_permutation<T: IntElt + Debug>(what: &str, got: &[T]) -> Result<(), CaseError> {
     let mut sorted = got.to_vec();
     sorted.sort();
     let want: Vec<T> = (0..got.len() as i64).map(T::from_i64).collect();
-    expect_eq(&format!("{what} (sorted)"), &sorted, &want)
+    Ok(expect_eq(&format!("{what} (sorted)"), &sorted, &want)?)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -239,7 +213,6 @@ pub fn broadcast_lane0<T: Elt>() -> Check {
         expect_eq("a", &got, &want)?;
         Ok(format!("before {}; after {}", show("a", &src), show("a", &got)))
     })
-    .data::<T>()
 }
 
 /// `counts[g]` = ballot of `a[i] > 0` over the first `min(32, group size)` lanes of subgroup `g`,
@@ -305,7 +278,6 @@ fn gather_check<T: Elt>(kernel: Kernel, source_lane: fn(usize) -> usize) -> Chec
         expect_eq("dst", &got, &want)?;
         Ok(format!("{}; {}", show("src", &src), show("dst", &got)))
     })
-    .data::<T>()
 }
 
 /// Identity shuffle: every lane reads its own id, so `dst == src`.
@@ -347,7 +319,6 @@ pub fn reduce4<T: Elt>() -> Check {
         expect_eq("dst[4g]", &got, &want)?;
         Ok(format!("{}; group sums (dst[4g]) {}", show("src", &src), head(&got)))
     })
-    .data::<T>()
 }
 
 /// `subgroup::group_size()` seen by a kernel equals the device's, and lane ids count `0..size`.
@@ -423,7 +394,6 @@ pub fn shared_exchange<T: Elt>() -> Check {
         expect_eq("dst", &got, &want)?;
         Ok(format!("{}; {}", show("src", &src), show("dst", &got)))
     })
-    .data::<T>()
 }
 
 /// Where the consumers of [`producer_consumer`] sit relative to the producer (thread 0).
@@ -790,15 +760,14 @@ pub fn atomic_rmw<T: Elt>(op: Rmw<T>) -> Check {
             if op.is_fold() {
                 let want = mine.fold(init, op.host);
                 if got != want {
-                    return Err(format!("acc[{s}] = {got:?}, expected {want:?}"));
+                    return Err(format!("acc[{s}] = {got:?}, expected {want:?}").into());
                 }
             } else if !mine.clone().any(|x| x == got) {
-                return Err(format!("acc[{s}] = {got:?}, which no thread of that slot stored"));
+                return Err(format!("acc[{s}] = {got:?}, which no thread of that slot stored").into());
             }
         }
         Ok(format!("{}; {}", show("vals", &vals), show("acc", &acc_got)))
     })
-    .atomics::<T>()
 }
 
 /// Compare-and-swap: an exact per-element check (half the expectations hit), and a CAS loop in
@@ -844,7 +813,6 @@ pub fn atomic_cas_check<T: IntElt>() -> Check {
         let hits = (0..n).filter(|&i| own_init[i] == expected[i]).count();
         Ok(format!("{hits} of {n} swaps hit; {n} CAS-loop increments landed"))
     })
-    .atomics::<T>()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -914,13 +882,8 @@ pub fn register(cases: &mut Vec<Case>) {
     for (id, check) in checks() {
         let kernel = check.kernel.clone();
         cases.push(
-            Case::new(id, move |device, rng| {
-                if let Some(reason) = check.skip_reason(device) {
-                    return Ok(Outcome::Skip(reason));
-                }
-                check.run(device, rng).map(|_| Outcome::Pass)
-            })
-            .launching(move || vec![kernel.clone()]),
+            Case::new(id, move |device, rng| check.run(device, rng).map(|_| Outcome::Pass))
+                .launching(move || vec![kernel.clone()]),
         );
     }
 }

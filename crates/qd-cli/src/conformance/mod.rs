@@ -1,7 +1,9 @@
 //! The conformance suite: a table of cases (op × dtype × tile size), each with fresh random inputs
 //! from a printed seed and a host reference, run unchanged on every backend.
 //!
-//! A case a backend cannot run reports [`Outcome::Skip`] with its reason; skips never count as passes.
+//! A case is skipped only when the capability check refused one of its kernels for the device's
+//! target ([`CaseError::Unsupported`], with the check's reason): cases never test a device's name
+//! or capabilities themselves. Skips never count as passes.
 
 pub mod block_algos;
 pub mod examples;
@@ -23,8 +25,57 @@ pub enum Outcome {
     Skip(String),
 }
 
-/// Result of one case: an outcome, or a failure message.
-pub type CaseResult = Result<Outcome, String>;
+/// Why a case did not pass.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CaseError {
+    /// A wrong result, or an error that is not a missing capability: the case failed.
+    Failed(String),
+    /// The device's target lacks a feature or limit one of the case's kernels needs; the text is
+    /// the capability check's reason. The case is skipped.
+    Unsupported(String),
+}
+
+impl From<String> for CaseError {
+    fn from(message: String) -> CaseError {
+        CaseError::Failed(message)
+    }
+}
+
+impl From<&str> for CaseError {
+    fn from(message: &str) -> CaseError {
+        CaseError::Failed(message.to_string())
+    }
+}
+
+impl From<qd::trace::TraceError> for CaseError {
+    fn from(e: qd::trace::TraceError) -> CaseError {
+        match e.unsupported {
+            Some(_) => CaseError::Unsupported(e.message),
+            None => CaseError::Failed(e.to_string()),
+        }
+    }
+}
+
+impl From<qd::runtime::Error> for CaseError {
+    fn from(e: qd::runtime::Error) -> CaseError {
+        match e {
+            qd::runtime::Error::Trace(t) => t.into(),
+            other => CaseError::Failed(other.to_string()),
+        }
+    }
+}
+
+impl std::fmt::Display for CaseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CaseError::Failed(m) => f.write_str(m),
+            CaseError::Unsupported(m) => write!(f, "unsupported: {m}"),
+        }
+    }
+}
+
+/// Result of one case: an outcome, or why it did not pass.
+pub type CaseResult = Result<Outcome, CaseError>;
 
 /// The body of a case: runs it on a device with a random stream.
 pub type CaseFn = Box<dyn Fn(&Device, &mut Rng) -> CaseResult + Send + Sync>;
@@ -90,7 +141,8 @@ pub fn expect_eq<T: PartialEq + std::fmt::Debug>(what: &str, got: &[T], want: &[
     }
 }
 
-/// Maps any displayable error into a failure message.
-pub fn fail<E: std::fmt::Display>(e: E) -> String {
-    e.to_string()
+/// Maps an error into a [`CaseError`]: a trace error the capability check raised is
+/// [`CaseError::Unsupported`], anything else a failure.
+pub fn fail<E: Into<CaseError>>(e: E) -> CaseError {
+    e.into()
 }

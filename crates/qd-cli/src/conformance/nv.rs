@@ -1,15 +1,11 @@
 //! Conformance cases for the NVIDIA-only families (`qd::nv`, seed 004): run on `cuda` and on the
-//! emulator with 32-lane subgroups (the `nv` capability); skipped with the reason elsewhere.
+//! emulator with 32-lane subgroups; skipped, with the capability check's reason, where the target
+//! lacks a family (other subgroup widths, other backends, elect and try_wait before sm_90).
 
 use super::{expect_eq, fail, Case, CaseResult, Outcome, Rng};
 use qd::ir::NvSreg;
 use qd::nv;
 use qd::prelude::*;
-
-fn needs_nv(d: &Device) -> Option<Outcome> {
-    (!d.target().caps.nv)
-        .then(|| Outcome::Skip(format!("{} lacks the nv capability (NVIDIA warps: cuda, cpu:sg32)", d.name())))
-}
 
 /// 32-bit lanes of two warps, with values drawn from a small range so matches happen.
 fn warp_values(rng: &mut Rng, range: i64) -> Vec<u32> {
@@ -38,9 +34,6 @@ pub fn match_kernel(wide: bool) -> Kernel {
 }
 
 fn match_case(d: &Device, rng: &mut Rng, wide: bool) -> CaseResult {
-    if let Some(s) = needs_nv(d) {
-        return Ok(s);
-    }
     let k = match_kernel(wide);
     // The second warp is all-equal, so match_all holds there.
     let mut a = warp_values(rng, 4);
@@ -98,9 +91,6 @@ pub fn redux_kernel(op: &'static str, signed: bool) -> Kernel {
 }
 
 fn redux_case(d: &Device, rng: &mut Rng, op: &'static str, signed: bool) -> CaseResult {
-    if let Some(s) = needs_nv(d) {
-        return Ok(s);
-    }
     let name = format!("nv_redux_{op}_{}", if signed { "i32" } else { "u32" });
     let k = redux_kernel(op, signed);
     let a: Vec<u32> = (0..64).map(|_| rng.next_u64() as u32).collect();
@@ -144,12 +134,6 @@ pub fn elect_and_sregs_kernel() -> Kernel {
 }
 
 fn elect_and_sregs_case(d: &Device) -> CaseResult {
-    if let Some(s) = needs_nv(d) {
-        return Ok(s);
-    }
-    if d.target().backend == qd::backend::BackendKind::Cuda && d.info().compute_capability.is_some_and(|c| c.0 < 9) {
-        return Ok(Outcome::Skip("elect.sync needs sm_90".into()));
-    }
     let k = elect_and_sregs_kernel();
     let out = d.zeros::<u32>(64 * 8).map_err(fail)?;
     d.launch_grid(&k, 1, &[out.arg()]).map_err(fail)?;
@@ -185,12 +169,6 @@ pub fn mbarrier_kernel() -> Kernel {
 }
 
 fn mbarrier_case(d: &Device, rng: &mut Rng) -> CaseResult {
-    if let Some(s) = needs_nv(d) {
-        return Ok(s);
-    }
-    if d.target().backend == qd::backend::BackendKind::Cuda && d.info().compute_capability.is_some_and(|c| c.0 < 9) {
-        return Ok(Outcome::Skip("mbarrier.try_wait needs sm_90".into()));
-    }
     // Two phases: every thread publishes a value, arrives, waits for the phase, then reads a
     // neighbour's value; the second phase does the same with new values.
     let k = mbarrier_kernel();

@@ -13,7 +13,7 @@
 //! included). Float inputs are chosen so every result is exact (quarter-integers for sums, powers of
 //! two for products), so floats compare bit for bit too.
 
-use super::{fail, Case, CaseResult, Outcome, Rng};
+use super::{fail, Case, CaseError, CaseResult, Outcome, Rng};
 use qd::prelude::*;
 use qd::simt::subgroup as sg;
 use qd::simt::subgroup::Shuffle;
@@ -377,11 +377,6 @@ fn log2_sg(d: &Device) -> u32 {
     d.subgroup_size().trailing_zeros()
 }
 
-/// The skip outcome of a case that needs tiles of `2^l` lanes.
-fn too_wide(d: &Device, l: u32) -> Option<Outcome> {
-    (l > log2_sg(d)).then(|| Outcome::Skip(format!("needs a subgroup of at least 2^{l} = {} lanes", 1u32 << l)))
-}
-
 /// The kernel name of a case: its id with `subgroup/` shortened to `sg_` and `/` as `_`
 /// (`subgroup/reduce_add_tiled/i32/L3` launches `sg_reduce_add_tiled_i32_L3`).
 fn kernel_name(case_id: &str) -> String {
@@ -436,7 +431,7 @@ fn run2<A: Scalar, B: Scalar, R1: Scalar, R2: Scalar>(
     kernel: &Kernel,
     a: &[A],
     b: &[B],
-) -> Result<(Vec<R1>, Vec<R2>), String> {
+) -> Result<(Vec<R1>, Vec<R2>), CaseError> {
     let n = a.len();
     let (da, db) = (d.array_from(a).map_err(fail)?, d.array_from(b).map_err(fail)?);
     let (o1, o2) = (d.zeros::<R1>(n).map_err(fail)?, d.zeros::<R2>(n).map_err(fail)?);
@@ -445,7 +440,7 @@ fn run2<A: Scalar, B: Scalar, R1: Scalar, R2: Scalar>(
 }
 
 /// Launches a [`kernel1`]; returns its output.
-fn run1<A: Scalar, B: Scalar, R: Scalar>(d: &Device, kernel: &Kernel, a: &[A], b: &[B]) -> Result<Vec<R>, String> {
+fn run1<A: Scalar, B: Scalar, R: Scalar>(d: &Device, kernel: &Kernel, a: &[A], b: &[B]) -> Result<Vec<R>, CaseError> {
     Ok(run2::<A, B, R, u32>(d, kernel, a, b)?.0)
 }
 
@@ -458,9 +453,9 @@ fn check<T: Scalar>(
     sg_size: usize,
     tile: usize,
     check: impl Fn(usize) -> bool,
-) -> Result<(), String> {
+) -> Result<(), CaseError> {
     if got.len() != want.len() {
-        return Err(format!("{what}: {} elements, expected {}", got.len(), want.len()));
+        return Err(format!("{what}: {} elements, expected {}", got.len(), want.len()).into());
     }
     for i in 0..got.len() {
         if check(i) && got[i].to_bits() != want[i].to_bits() {
@@ -470,7 +465,8 @@ fn check<T: Scalar>(
                 i / tile,
                 got[i],
                 want[i]
-            ));
+            )
+            .into());
         }
     }
     Ok(())
@@ -516,9 +512,6 @@ fn reduction_case<T: HostNum>(
 ) -> CaseResult {
     let lsg = log2_sg(d);
     let tl = l.unwrap_or(lsg);
-    if let Some(skip) = too_wide(d, tl) {
-        return Ok(skip);
-    }
     let n = len(d);
     let vals: Vec<T> = draw(rng, n, op.dist());
     let heads = draw_heads(rng, n);
@@ -582,9 +575,6 @@ fn sort_kernels<K: HostNum, V: HostNum>(name: &Named, l: Option<u32>) -> Vec<Ker
 
 fn sort_case<K: HostNum, V: HostNum>(d: &Device, rng: &mut Rng, name: &Named, l: Option<u32>) -> CaseResult {
     let tl = l.unwrap_or(log2_sg(d));
-    if let Some(skip) = too_wide(d, tl) {
-        return Ok(skip);
-    }
     let n = len(d);
     let tile = 1usize << tl;
     // Few distinct keys, so the (key, value) tie-break is exercised; values with ties too.
@@ -760,9 +750,6 @@ fn vote_kernel(name: &Named, all: bool, l: Option<u32>) -> Kernel {
 
 fn vote_case(d: &Device, rng: &mut Rng, name: &Named, all: bool, l: Option<u32>) -> CaseResult {
     let tl = l.unwrap_or(log2_sg(d));
-    if let Some(skip) = too_wide(d, tl) {
-        return Ok(skip);
-    }
     let (n, tile, sgs) = (len(d), 1usize << tl, d.subgroup_size() as usize);
     let p = draw_predicates(rng, n, tile);
     let want: Vec<i32> = p
@@ -844,9 +831,6 @@ fn all_equal_kernel<T: HostNum>(name: &Named, l: Option<u32>) -> Kernel {
 
 fn all_equal_case<T: HostNum>(d: &Device, rng: &mut Rng, name: &Named, l: Option<u32>, contract: bool) -> CaseResult {
     let tl = l.unwrap_or(log2_sg(d));
-    if let Some(skip) = too_wide(d, tl) {
-        return Ok(skip);
-    }
     let (n, tile, sgs) = (len(d), 1usize << tl, d.subgroup_size() as usize);
     let vals: Vec<T> = draw_equal_patterns(rng, n, tile, contract);
     // Native ==: NaN unequal (even to itself), +0 == -0.

@@ -225,7 +225,7 @@ pub enum StoreKind {
 }
 
 /// The read-modify-write operation of an atomic.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum AtomicOp {
     /// x + y
     Add,

@@ -8,11 +8,13 @@ pub mod eval;
 mod inst;
 pub mod passes;
 mod print;
+mod requirements;
 mod types;
 pub mod uniformity;
 mod verify;
 
 pub use inst::*;
 pub use print::{print_kernel, render_inst};
+pub(crate) use requirements::nv_feature;
 pub use types::*;
 pub use verify::{verify, VerifyError, VerifyOptions};

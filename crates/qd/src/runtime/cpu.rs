@@ -8,8 +8,8 @@ use super::errors::{Error, Result};
 use super::info::{CompileStats, DeviceInfo};
 use super::Arg;
 use crate::backend::cpu::{self, Buffer, CpuArg};
-use crate::backend::{BackendKind, Target};
 use crate::ir::{self, DType};
+use crate::target::{BackendKind, Target};
 use std::any::Any;
 use std::sync::Arc;
 use std::time::Instant;
@@ -17,16 +17,17 @@ use std::time::Instant;
 /// The subgroup sizes of the CPU emulator.
 pub(crate) const SUBGROUP_SIZES: [u32; 5] = [4, 8, 16, 32, 64];
 
-/// One emulated device: a subgroup width and the emulator's options.
+/// One emulated device: its target (the emulator's own, or another's it wears) and options.
 pub(crate) struct CpuRuntime {
-    subgroup_size: u32,
+    target: Target,
     options: cpu::Options,
 }
 
 impl CpuRuntime {
-    /// An emulator with `subgroup_size` lanes (one of [`SUBGROUP_SIZES`], checked by the caller).
-    pub(crate) fn new(subgroup_size: u32, options: cpu::Options) -> CpuRuntime {
-        CpuRuntime { subgroup_size, options }
+    /// An emulator for `target`, whose subgroup width is one of [`SUBGROUP_SIZES`] (checked by
+    /// the caller).
+    pub(crate) fn new(target: Target, options: cpu::Options) -> CpuRuntime {
+        CpuRuntime { target, options }
     }
 }
 
@@ -79,24 +80,25 @@ impl RuntimeKernel for CpuKernel {
 
 impl Runtime for CpuRuntime {
     fn target(&self) -> Target {
-        Target::cpu(self.subgroup_size)
+        self.target.clone()
     }
 
     fn info(&self, name: &str, t: &Target) -> DeviceInfo {
         DeviceInfo {
             name: name.to_string(),
-            backend: BackendKind::Cpu,
+            backend: BackendKind::Cpu.name(),
             model: "CPU SIMT emulator".into(),
             api_version: None,
             driver: None,
             notes: Vec::new(),
             loop_iteration_limit: None,
+            device_timer: false,
             compute_capability: None,
             driver_version: None,
             multiprocessors: None,
             memory_bytes: None,
-            subgroup_size: t.subgroup_size,
-            max_shared_bytes: t.caps.max_shared_bytes,
+            subgroup_size: t.subgroup_size(),
+            max_shared_bytes: t.limits().max_shared_bytes,
             cache_dir: None,
         }
     }
@@ -129,7 +131,8 @@ impl Runtime for CpuRuntime {
                 Arg::Scalar(_, bits) => CpuArg::Scalar(*bits),
             })
             .collect();
-        let geo = cpu::LaunchGeometry { grid, block_dim: prog.kernel.block_dim, subgroup_size: self.subgroup_size };
+        let geo =
+            cpu::LaunchGeometry { grid, block_dim: prog.kernel.block_dim, subgroup_size: self.target.subgroup_size() };
         cpu::launch(prog, geo, &cpu_args, &self.options).map_err(Error::from)
     }
 }

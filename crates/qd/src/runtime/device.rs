@@ -175,7 +175,23 @@ impl Device {
             });
         }
         let name = if subgroup_size == 32 { "cpu".into() } else { format!("cpu:sg{subgroup_size}") };
-        Ok(Device::new(name, Arc::new(cpu::CpuRuntime::new(subgroup_size, options))))
+        Ok(Device::new(name, Arc::new(cpu::CpuRuntime::new(Target::cpu(subgroup_size), options))))
+    }
+
+    /// The emulator wearing `target`'s features and limits (its subgroup width included): kernels
+    /// take the library paths that target takes and are refused what it lacks
+    /// (`cpu:sg64@amdgpu:gfx942`, `cpu:sg32@metal`; see [`Target::wearing`]). Pass
+    /// `Options { strict: true, .. }` to also poison implementation-defined results.
+    pub fn cpu_wearing(target: &Target, options: crate::backend::cpu::Options) -> Result<Device> {
+        let sg = target.subgroup_size();
+        if !cpu::SUBGROUP_SIZES.contains(&sg) {
+            return Err(Error::Unavailable {
+                backend: target.name(),
+                reason: format!("the emulator cannot run {sg}-lane subgroups (4, 8, 16, 32 or 64)"),
+            });
+        }
+        let worn = Target::cpu(sg).wearing(target);
+        Ok(Device::new(worn.name(), Arc::new(cpu::CpuRuntime::new(worn, options))))
     }
 
     /// CUDA device `ordinal` (`cuda:N`), with the disk cache set from the environment.
@@ -209,12 +225,25 @@ impl Device {
         Ok(Device::new(name, runtime))
     }
 
-    /// A device by its command-line name (D10): `cpu`, `cpu:sgN`, `cuda[:N]`, `vulkan[:N]`, `amdgpu`.
+    /// A device by its command-line name (D10): `cpu`, `cpu:sgN`, `cuda[:N]`, `vulkan[:N]`, or the
+    /// emulator wearing another target's features, `cpu[:sgN]@<target>` with `<target>` one of
+    /// `amdgpu[:gfxN]`, `metal`, `cuda:sm_N` (see [`Device::cpu_wearing`]).
     ///
     /// `cuda` is `cuda:0` and `vulkan` is `vulkan:0`; the device's [`name`](Device::name) is always
     /// `cuda:N` or `vulkan:N`.
     pub fn from_name(name: &str) -> Result<Device> {
         let unavailable = |reason: &str| Error::Unavailable { backend: name.to_string(), reason: reason.to_string() };
+        if let Some((emulator, worn)) = name.split_once('@') {
+            let target = Target::from_features_name(worn).map_err(|e| unavailable(&e))?;
+            let sg = target.subgroup_size();
+            if emulator != "cpu" && emulator != format!("cpu:sg{sg}") {
+                return Err(unavailable(&format!(
+                    "only the emulator can wear another target, with that target's subgroup width: \
+                     cpu@{worn} or cpu:sg{sg}@{worn}"
+                )));
+            }
+            return Device::cpu_wearing(&target, crate::backend::cpu::Options::default());
+        }
         match name {
             "cpu" => Ok(Device::cpu()),
             n if n.starts_with("cpu:sg") => {
@@ -254,7 +283,7 @@ impl Device {
 
     /// Subgroup width (usable on the host to size blocks).
     pub fn subgroup_size(&self) -> u32 {
-        self.inner.target.subgroup_size
+        self.inner.target.subgroup_size()
     }
 
     /// What this device is: model, compute capability or Vulkan version, driver, SM count, subgroup

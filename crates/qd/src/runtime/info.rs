@@ -1,7 +1,6 @@
 //! What a device is ([`DeviceInfo`], for `qd info`) and where a compile's time went
 //! ([`CompileStats`], [`DiskCacheUse`]).
 
-use crate::backend::BackendKind;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -11,8 +10,8 @@ pub struct DeviceInfo {
     /// The device's name as [`Device::from_name`](super::Device::from_name) takes it (`cpu`,
     /// `cpu:sg8`, `cuda:0`, `vulkan:0`).
     pub name: String,
-    /// Backend family.
-    pub backend: BackendKind,
+    /// The backend that runs kernels on it (`cpu`, `cuda`, `vulkan`), for display.
+    pub backend: &'static str,
     /// What it is (`NVIDIA H100 80GB HBM3`, `CPU SIMT emulator`, `llvmpipe (LLVM 15.0.6, 256 bits)`).
     pub model: String,
     /// Vulkan only: the device's Vulkan API version (major, minor, patch).
@@ -27,6 +26,9 @@ pub struct DeviceInfo {
     /// spin-wait on another block may give up instead of waiting. Measured when a Vulkan device is
     /// opened (`None`: no limit up to 2^20 iterations); `None` on the CPU emulator and CUDA.
     pub loop_iteration_limit: Option<u64>,
+    /// Whether [`Device::launch_timed`](super::Device::launch_timed) measures with the device's
+    /// own timers (CUDA events) rather than the host clock around a synchronous launch.
+    pub device_timer: bool,
     /// Compute capability (major, minor), CUDA only.
     pub compute_capability: Option<(u32, u32)>,
     /// CUDA version the driver supports (major, minor) from `cuDriverGetVersion`, CUDA only.

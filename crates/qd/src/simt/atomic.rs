@@ -3,10 +3,8 @@
 //! The defaults are relaxed at device scope (what CUDA's `atomicAdd` is, D6); [`atomic_rmw`] and
 //! [`atomic_cas_with`] take an explicit ordering and scope.
 
-use crate::ir::{AtomicOp, DType, InstKind, Ordering, Scope};
-use crate::trace::{
-    current_loc, emit_at, new_value, op_scope, target, trace_error, Elem, Int, IntoVal, Num, Scalar, Val,
-};
+use crate::ir::{AtomicOp, InstKind, Ordering, Scope};
+use crate::trace::{current_loc, emit_at, new_value, op_scope, Elem, Int, IntoVal, Num, Scalar, Val};
 
 /// Atomic `op` on `target` with an explicit ordering and scope; returns the old value.
 #[track_caller]
@@ -19,24 +17,12 @@ pub fn atomic_rmw<T: Scalar>(
 ) -> Val<T> {
     let loc = current_loc();
     let value = value.into_val();
-    check_width(T::DTYPE, op.name());
     let dst = new_value(T::DTYPE);
     emit_at(
         InstKind::Atomic { dst: Some(dst), place: target_elem.place(), op, value: value.id(), ordering, scope },
         loc,
     );
     Val::from_id(dst)
-}
-
-#[track_caller]
-fn check_width(d: DType, name: &str) {
-    if d.bits() == 64 && d.is_int() && !target().caps.atomic_i64 {
-        let backend = target().backend;
-        trace_error(
-            &format!("atomic_{name}"),
-            format!("64-bit integer atomics ({d}) are not supported on {backend}; use i32/u32"),
-        );
-    }
 }
 
 macro_rules! rmw {
@@ -101,7 +87,6 @@ pub fn atomic_cas_with<T: Int>(
 ) -> Val<T> {
     let loc = current_loc();
     let (e, d) = (expected.into_val(), desired.into_val());
-    check_width(T::DTYPE, "cas");
     let dst = new_value(T::DTYPE);
     emit_at(InstKind::Cas { dst, place: target_elem.place(), expected: e.id(), desired: d.id(), ordering, scope }, loc);
     Val::from_id(dst)

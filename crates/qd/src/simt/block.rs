@@ -1,6 +1,7 @@
 //! Block (CTA / workgroup) primitives (seed 000).
 
 use crate::ir::{BarrierReduce, DType, InstKind, Ordering, Scope, Special};
+use crate::target::Feature;
 use crate::trace::{
     self, current_loc, emit_at, new_value, op_scope, select, target, trace_error, var, Array, IntoVal, Scalar, Shuffle,
     Val,
@@ -19,7 +20,7 @@ fn sync_reduce(name: &'static str, red: BarrierReduce, predicate: Val<i32>) -> V
     let _op = op_scope(name);
     let loc = current_loc();
     let pred = predicate.nonzero();
-    if target().caps.barrier_reduce {
+    if target().has(Feature::BarrierReduce) {
         let dst = new_value(DType::I32);
         emit_at(InstKind::BlockBarrier { reduce: Some((red, pred.id(), dst)) }, loc);
         return Val::from_id(dst);

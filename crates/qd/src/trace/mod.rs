@@ -17,8 +17,8 @@ pub use scalar::{f16_bits_to_f32, f32_to_f16_bits, Float, Int, Num, Scalar, Shuf
 pub(crate) use value::new_value;
 pub use value::{bit_cast, cast, fma, select, IntoIndex, IntoVal, Val};
 
-use crate::backend::Target;
 use crate::ir::{self, Block, DType, Inst, InstKind, LaunchKind, SrcLoc, ValueId};
+use crate::target::{Feature, Target};
 use std::cell::RefCell;
 use std::sync::Arc;
 
@@ -34,11 +34,14 @@ pub struct TraceError {
     pub loc: SrcLoc,
     /// What was wrong.
     pub message: String,
+    /// The feature (or limit) the target lacks, when that is what was wrong: the kernel is
+    /// correct but needs another target (the conformance suite skips such cases, with the reason).
+    pub unsupported: Option<crate::target::Feature>,
 }
 
 impl From<ir::VerifyError> for TraceError {
     fn from(e: ir::VerifyError) -> Self {
-        TraceError { kernel: e.kernel, op: e.op, loc: e.loc, message: e.message }
+        TraceError { kernel: e.kernel, op: e.op, loc: e.loc, message: e.message, unsupported: None }
     }
 }
 
@@ -124,7 +127,7 @@ impl Kernel {
             name: self.name.clone(),
             launch: self.launch,
             block_dim: self.block_dim,
-            subgroup_size: target.subgroup_size,
+            subgroup_size: target.subgroup_size(),
             params: Vec::new(),
             values: Vec::new(),
             locals: Vec::new(),
@@ -150,6 +153,7 @@ impl Kernel {
                 op: "trace".into(),
                 loc: SrcLoc::caller(),
                 message: "kernels cannot be traced from inside another kernel's trace".into(),
+                unsupported: None,
             });
         }
         // Clears the builder even if the body panics, so the next trace on this thread starts clean.
@@ -174,20 +178,13 @@ impl Kernel {
         let mut kernel = state.kernel;
         let mut blocks = state.blocks;
         kernel.body = blocks.pop().unwrap_or_default();
-        let shared = kernel.shared_bytes();
-        if shared > target.caps.max_shared_bytes as usize {
-            let decl = kernel.shared.last().map(|s| s.name.clone()).unwrap_or_default();
-            return Err(TraceError {
-                kernel: self.name.clone(),
-                op: "block.shared_array".into(),
-                loc: kernel.body.insts.first().map(|i| i.loc).unwrap_or(SrcLoc { file: "<kernel>", line: 0, column: 0 }),
-                message: format!(
-                    "the kernel's shared arrays take {shared} bytes (last: `{decl}`), over the {} bytes a block may use on {}",
-                    target.caps.max_shared_bytes, target.backend
-                ),
-            });
-        }
-        ir::verify(&kernel, ir::VerifyOptions { uniform_broadcast_lane: target.caps.uniform_broadcast_lane })?;
+        // The checks in order: the IR's own rules (types, structure, D3 uniformity; a varying
+        // broadcast lane where the target needs a uniform one), then the capability check, then
+        // the atomics the target provides as CAS loops become loops (once, for every backend).
+        let uniform_broadcast_lane = !target.support(Feature::DynamicBroadcastLane).is_available();
+        ir::verify(&kernel, ir::VerifyOptions { uniform_broadcast_lane })?;
+        crate::target::check(&kernel, target, SrcLoc::caller())?;
+        crate::target::legalize_atomics(&mut kernel, target);
         Ok(kernel)
     }
 }
@@ -198,6 +195,13 @@ pub struct KernelBuilder {
 }
 
 impl KernelBuilder {
+    /// Declares that the kernel needs `feature` although no single instruction shows it (e.g.
+    /// [`Feature::SpinWait`] for a look-back whose blocks spin on each other): a target that
+    /// lacks it refuses the kernel while tracing, naming the feature and why.
+    #[track_caller]
+    pub fn requires(&mut self, feature: Feature) {
+        require("kernel.requires", feature);
+    }
     /// Declares the next parameter as a global array of `T`.
     #[track_caller]
     pub fn array<T: Scalar>(&mut self, name: &str) -> Array<T> {
@@ -294,10 +298,14 @@ impl State {
     }
 
     pub(crate) fn fail(&mut self, op: &str, loc: SrcLoc, message: String) {
+        self.fail_with(op, loc, message, None);
+    }
+
+    fn fail_with(&mut self, op: &str, loc: SrcLoc, message: String, unsupported: Option<Feature>) {
         if self.error.is_none() {
             let op = self.op_scope.first().map(|x| x.0.to_string()).unwrap_or_else(|| op.to_string());
             let loc = self.user_loc(loc);
-            self.error = Some(TraceError { kernel: self.kernel.name.clone(), op, loc, message });
+            self.error = Some(TraceError { kernel: self.kernel.name.clone(), op, loc, message, unsupported });
         }
     }
 }
@@ -376,6 +384,32 @@ impl Drop for OpScope {
 pub fn trace_error(op: &str, message: impl Into<String>) {
     let loc = current_loc();
     with(|s| s.fail(op, loc, message.into()));
+}
+
+/// Asks the target being traced for `feature` on behalf of `op`: true when it has it natively.
+/// When the target lacks it altogether, records an error naming the op, the target, the feature
+/// and why (marked [`TraceError::unsupported`]) at the user's line, and returns false.
+#[track_caller]
+pub fn require(op: &str, feature: Feature) -> bool {
+    let t = target();
+    match t.support(feature) {
+        crate::target::Support::Native => true,
+        crate::target::Support::Unsupported { why } => {
+            let loc = current_loc();
+            let message = format!("{feature} is not supported on {}: {why}", t.name());
+            with(|s| s.fail_with(op, loc, message, Some(feature)));
+            false
+        }
+        crate::target::Support::Polyfill { .. } => false,
+    }
+}
+
+/// Like [`trace_error`], for a requirement `feature` the target does not meet: the error is
+/// marked [`TraceError::unsupported`] (the kernel is fine; another target could run it).
+#[track_caller]
+pub(crate) fn trace_unsupported(op: &str, feature: Feature, message: impl Into<String>) {
+    let loc = current_loc();
+    with(|s| s.fail_with(op, loc, message.into(), Some(feature)));
 }
 
 pub(crate) fn emit_at(kind: InstKind, loc: SrcLoc) {

@@ -9,6 +9,7 @@
 //! Mistakes that only show at run time (an out-of-bounds index, a collective under a partial mask, a
 //! spin-wait that never ends) are errors naming the kernel, the op and the user's line.
 
+pub(crate) mod caps;
 pub mod exec;
 pub mod memory;
 pub mod program;
@@ -16,22 +17,3 @@ pub mod program;
 pub use exec::{launch, CpuArg, EmuError, EmuErrorKind, LaunchGeometry, Options};
 pub use memory::Buffer;
 pub use program::{compile, Program};
-
-use super::Caps;
-
-/// What the emulator supports with `subgroup_size` lanes. It implements every core intrinsic
-/// natively, and with 32-lane subgroups also the NVIDIA families (`nv`, `redux`), so kernels using
-/// them are tested without a GPU (D8).
-pub fn caps(subgroup_size: u32) -> Caps {
-    let warp = subgroup_size == 32;
-    Caps {
-        nv: warp,
-        vote_shortcut: false,
-        redux: warp,
-        uniform_broadcast_lane: false,
-        barrier_reduce: true,
-        f64: true,
-        atomic_i64: true,
-        max_shared_bytes: 228 * 1024,
-    }
-}

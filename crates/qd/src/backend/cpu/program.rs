@@ -70,7 +70,13 @@ impl Program {
 }
 
 fn unsupported(k: &Kernel, op: String, loc: SrcLoc, why: &str) -> TraceError {
-    TraceError { kernel: k.name.clone(), op, loc, message: format!("not supported on the cpu backend: {why}") }
+    TraceError {
+        kernel: k.name.clone(),
+        op,
+        loc,
+        message: format!("not supported on the cpu backend: {why}"),
+        unsupported: None,
+    }
 }
 
 fn lower_block(p: &mut Program, insts: &[crate::ir::Inst]) -> Result<(), TraceError> {

@@ -7,6 +7,8 @@ use std::collections::BTreeSet;
 use std::fmt;
 
 use super::errors::PtxError;
+use super::modifier::AtomicModifier;
+use crate::ir::DType;
 
 /// A PTX ISA version (`.version major.minor`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -365,4 +367,97 @@ where
 /// The module header: `.version`, `.target`, `.address_size 64`, one per line.
 pub fn module_header(version: PtxVersion, target: PtxTarget) -> String {
     format!(".version {version}\n.target {target}\n.address_size 64\n")
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The capability model's answers for CUDA (crate::target)
+// ---------------------------------------------------------------------------------------------------
+
+/// The limits of an NVIDIA GPU of compute capability `sm`: 32-lane warps and the architecture's
+/// opt-in shared memory per block (the CUDA runtime replaces it with the device's own value).
+pub(crate) fn limits(sm: u32) -> crate::target::Limits {
+    let max_shared_kib = match sm {
+        70 | 72 => 96,
+        75 => 64,
+        80 | 87 => 163,
+        86 | 89 | 120 | 121 => 99,
+        90.. => 227,
+        _ => 48,
+    };
+    crate::target::Limits {
+        subgroup_size: 32,
+        max_shared_bytes: max_shared_kib * 1024,
+        shared_cell_bytes: 1,
+        max_buffer_bytes: None,
+        loop_iteration_cap: None,
+        block_forward_progress: true,
+    }
+}
+
+/// How `sm_<sm>` provides `f`: the NVIDIA families at their PTX floors, every portable feature
+/// natively except the atomics `atom` lacks for a type, which are CAS loops.
+pub(crate) fn support(sm: u32, f: crate::target::Feature) -> crate::target::Support {
+    use crate::ir::{AddressSpace, Ordering, Scope};
+    use crate::target::{Feature as F, MemSpace, NvFeature, Polyfill, Support};
+    let target = PtxTarget::sm(sm);
+    let floor = |feature: Feature| match target.check(feature) {
+        Ok(()) => Support::Native,
+        Err(e) => Support::unsupported(e.to_string()),
+    };
+    let space = |s: MemSpace| match s {
+        MemSpace::Device => AddressSpace::Global,
+        MemSpace::Shared => AddressSpace::Shared,
+    };
+    let printer = super::PtxPrinter::new(target);
+    match f {
+        F::Nv(n) => match n {
+            NvFeature::Match => floor(Feature::MatchSync),
+            NvFeature::Redux => floor(Feature::ReduxSync),
+            NvFeature::Elect => floor(Feature::ElectSync),
+            NvFeature::Sregs => Support::Native,
+            NvFeature::ClusterSregs => floor(Feature::SregCluster),
+            NvFeature::Mbarrier => floor(Feature::MbarrierCore),
+            NvFeature::MbarrierTryWait => floor(Feature::MbarrierTryWait),
+            NvFeature::MbarrierTx => floor(Feature::MbarrierTx),
+            NvFeature::ProxyFence => floor(Feature::FenceProxyAlias),
+        },
+        F::VoteShortcut | F::BarrierReduce | F::DynamicBroadcastLane => Support::Native,
+        F::SubgroupFence => Support::polyfill(Polyfill::Lowering("a block-scope fence (over-strict but correct, D6)")),
+        F::Tile { .. }
+        | F::SharedMemory { .. }
+        | F::SpinWait
+        | F::Values(_)
+        | F::Storage(..)
+        | F::OrderedAccess(..) => Support::Native,
+        F::AtomicRmw(_, DType::B128, _) | F::AtomicCas(DType::B128, _) => {
+            Support::unsupported("128-bit atomics are not lowered to PTX (no .b128 registers)")
+        }
+        F::AtomicRmw(op, t, s) => match AtomicModifier::from_ir(op, t, Ordering::Relaxed, Scope::Device, space(s)) {
+            Ok(m) if printer.atom_supported(&m) => Support::Native,
+            Ok(_) | Err(PtxError::NeedsCasLoop { .. }) => cas_loop(&printer, t, s),
+            Err(e) => Support::unsupported(e.to_string()),
+        },
+        F::AtomicCas(t, s) => {
+            let m = AtomicModifier::cas_from_ir(t, Ordering::Relaxed, Scope::Device, space(s));
+            if m.is_ok_and(|m| printer.atom_supported(&m)) {
+                Support::Native
+            } else {
+                cas_loop(&printer, t, s)
+            }
+        }
+    }
+}
+
+/// A CAS loop on the element where `atom.cas` is that wide here, else on its 32-bit word.
+fn cas_loop(printer: &super::PtxPrinter, t: DType, s: crate::target::MemSpace) -> crate::target::Support {
+    use crate::ir::{AddressSpace, Ordering, Scope};
+    use crate::target::{MemSpace, Polyfill, Support};
+    let space = if s == MemSpace::Device { AddressSpace::Global } else { AddressSpace::Shared };
+    let narrow_cas = AtomicModifier::cas_from_ir(t, Ordering::Relaxed, Scope::Device, space)
+        .is_ok_and(|m| printer.atom_supported(&m));
+    if t.bits() >= 32 || narrow_cas {
+        Support::polyfill(Polyfill::Lowering("CAS loop on the element (atom.cas), in the PTX lowering"))
+    } else {
+        Support::polyfill(Polyfill::SubwordCasLoop)
+    }
 }

@@ -1,9 +1,9 @@
-//! What a Vulkan device lets the lowering use, and the up-front check that rejects what it cannot
-//! express (with the op, the user's line and "vulkan" named) before any instruction is emitted.
+//! What a Vulkan device lets the lowering use ([`SpirvCaps`]), and the capability model's answers
+//! for it ([`support`], [`limits`]); the check pass of `crate::target` rejects what it lacks.
 
-use crate::backend::{BackendKind, Caps, Target};
-use crate::ir::*;
-use crate::trace::TraceError;
+use super::types::Ty;
+use crate::ir::{AddressSpace, AtomicOp, DType};
+use crate::target::{Feature, Limits, MemSpace, Polyfill, Support, Target};
 
 /// Device features the SPIR-V lowering may use (from the Vulkan device's feature structs).
 ///
@@ -69,127 +69,104 @@ pub struct SpirvTarget {
     pub caps: SpirvCaps,
 }
 
-/// Whether the device has a feature.
-type Has = fn(&SpirvCaps) -> bool;
-
 impl SpirvTarget {
-    /// The [`Target`] to trace kernels for this device (what [`Target::vulkan`] returns): no NVIDIA families, no `vote.all`/`redux` shortcuts, no fused barrier reduction
-    /// (the library emulates `sync_*_nonzero`), broadcast from a subgroup-uniform lane, f64 and
-    /// 64-bit atomics and shared memory as the device has them.
+    /// The [`Target`] to trace kernels for this device (what [`Target::vulkan`] returns).
     pub fn trace_target(&self) -> Target {
-        let caps = Caps {
-            nv: false,
-            vote_shortcut: false,
-            redux: false,
-            uniform_broadcast_lane: true,
-            barrier_reduce: false,
-            f64: self.caps.float64,
-            atomic_i64: self.caps.int64_atomics,
-            max_shared_bytes: self.caps.max_shared_bytes,
-        };
-        Target { backend: BackendKind::Vulkan, subgroup_size: self.subgroup_size, caps }
+        Target::vulkan(self.subgroup_size, &self.caps)
     }
 }
 
-/// Storage of a device array element: bool/8-bit need `int8_storage`, 16-bit need `int16_storage`.
-fn storage_need(d: DType) -> Option<(&'static str, Has)> {
-    match d.bits() {
-        1 | 8 => Some(("int8_storage (storageBuffer8BitAccess)", |c| c.int8_storage)),
-        16 => Some(("int16_storage (storageBuffer16BitAccess)", |c| c.int16_storage)),
-        _ => None,
+/// The limits of a Vulkan device with `subgroup_size` lanes: its shared memory, in which elements
+/// narrower than 32 bits take 32-bit cells (so their atomics are word atomics).
+pub(crate) fn limits(subgroup_size: u32, caps: &SpirvCaps) -> Limits {
+    Limits {
+        subgroup_size,
+        max_shared_bytes: caps.max_shared_bytes,
+        shared_cell_bytes: 4,
+        max_buffer_bytes: None,
+        loop_iteration_cap: None,
+        block_forward_progress: false,
     }
 }
 
-/// Why `d` cannot be a value on this target, if it cannot.
-fn dtype_problem(d: DType, caps: &SpirvCaps) -> Option<String> {
-    if d.is_packed() || d == DType::B128 {
-        return Some(format!("{d} values (b128 and packed f16x2/bf16x2) are not supported on vulkan"));
-    }
-    if d == DType::F64 && !caps.float64 {
-        return Some("f64 needs the float64 capability (shaderFloat64), which this vulkan device lacks".into());
-    }
-    None
-}
-
-/// Rejects, before lowering, every instruction this backend cannot express on `target`: the
-/// NVIDIA-only families, a barrier with a fused reduction, b128 and packed values, and types or
-/// atomics the device's [`SpirvCaps`] lack. `caller` locates module-level problems (parameters).
-pub(super) fn check(k: &Kernel, target: &SpirvTarget, caller: SrcLoc) -> Result<(), TraceError> {
-    let caps = &target.caps;
-    for p in &k.params {
-        if let Param::Scalar { dtype, name, .. } = p {
-            if let Some(why) = dtype_problem(*dtype, caps) {
-                return Err(TraceError {
-                    kernel: k.name.clone(),
-                    op: "spirv.param".into(),
-                    loc: caller,
-                    message: format!("parameter `{name}`: {why}"),
-                });
-            }
-        }
-    }
-    let mut result = Ok(());
-    k.body.walk(&mut |inst| {
-        if result.is_ok() {
-            result = check_inst(k, caps, inst);
-        }
-    });
-    result
-}
-
-fn check_inst(k: &Kernel, caps: &SpirvCaps, inst: &Inst) -> Result<(), TraceError> {
-    let err = |message: String| TraceError { kernel: k.name.clone(), op: inst.kind.mnemonic(), loc: inst.loc, message };
-    use InstKind::*;
-    match &inst.kind {
-        Nv { .. } | Special { reg: crate::ir::Special::Nv(_), .. } => {
-            return Err(err(format!(
-                "`{}` is an NVIDIA-only operation (seed 004), not supported on vulkan",
-                inst.kind.mnemonic()
-            )));
-        }
-        BlockBarrier { reduce: Some(_) } => {
-            return Err(err("a block barrier with a fused predicate reduction is not supported on vulkan; \
-                 trace for Target::vulkan, whose caps.barrier_reduce = false makes the library emulate it"
-                .into()));
-        }
-        _ => {}
-    }
-    for v in inst.kind.defs().into_iter().chain(inst.kind.uses()) {
-        if let Some(why) = dtype_problem(k.dtype(v), caps) {
-            return Err(err(why));
-        }
-    }
-    let place = match &inst.kind {
-        Load { place, .. } | Store { place, .. } | Atomic { place, .. } | Cas { place, .. } => place,
-        _ => return Ok(()),
+/// How a Vulkan device with `caps` provides `f`: no NVIDIA families, no vote or barrier-reduce
+/// shortcuts (the library composes them), broadcast only from a subgroup-uniform lane, types and
+/// atomics as the device's features allow, CAS loops where SPIR-V has no native atomic.
+pub(crate) fn support(caps: &SpirvCaps, f: Feature) -> Support {
+    let int64_atomics = |t: DType| {
+        (t.bits() == 64 && !caps.int64_atomics).then(|| {
+            Support::unsupported(format!(
+                "a 64-bit atomic ({t}) needs int64_atomics (shaderBufferInt64Atomics / \
+                 shaderSharedInt64Atomics), which this vulkan device lacks"
+            ))
+        })
     };
-    let t = k.array_dtype(place.array);
-    if let Some(why) = dtype_problem(t, caps) {
-        return Err(err(format!("array `{}`: {why}", k.array_name(place.array))));
-    }
-    if let ArrayRef::Param(_) = place.array {
-        if let Some((name, has)) = storage_need(t) {
-            if !has(caps) {
-                return Err(err(format!(
-                    "device array `{}` of {t} needs {name}, which this vulkan device lacks",
-                    k.array_name(place.array)
-                )));
-            }
+    match f {
+        Feature::Nv(_) => Support::unsupported("an NVIDIA-only operation (seed 004)"),
+        Feature::VoteShortcut => Support::polyfill(Polyfill::Library("a shuffle-xor butterfly over the tile")),
+        Feature::BarrierReduce => Support::polyfill(Polyfill::Library(
+            "a shared counter, one atomic add per contributing thread and two barriers",
+        )),
+        Feature::DynamicBroadcastLane => {
+            Support::unsupported("OpGroupNonUniformBroadcast needs a subgroup-uniform lane; use shuffle")
         }
+        Feature::SubgroupFence => Support::Native,
+        Feature::Tile { .. } | Feature::SharedMemory { .. } | Feature::SpinWait => Support::Native,
+        Feature::Values(d) if d.is_packed() || d == DType::B128 => {
+            Support::unsupported(format!("{d} values (b128 and packed f16x2/bf16x2) are not supported on vulkan"))
+        }
+        Feature::Values(DType::F64) if !caps.float64 => {
+            Support::unsupported("f64 needs the float64 capability (shaderFloat64), which this vulkan device lacks")
+        }
+        Feature::Values(DType::F16 | DType::BF16) => {
+            Support::polyfill(Polyfill::Lowering("computed in f32 with exact conversions"))
+        }
+        Feature::Values(_) => Support::Native,
+        Feature::Storage(d, MemSpace::Device) => match d.bits() {
+            1 | 8 if !caps.int8_storage => Support::unsupported(format!(
+                "device arrays of {d} need int8_storage (storageBuffer8BitAccess), which this vulkan device lacks"
+            )),
+            16 if !caps.int16_storage => Support::unsupported(format!(
+                "device arrays of {d} need int16_storage (storageBuffer16BitAccess), which this vulkan device lacks"
+            )),
+            _ => Support::Native,
+        },
+        Feature::Storage(_, MemSpace::Shared) => Support::Native,
+        Feature::OrderedAccess(t, _) => int64_atomics(t).unwrap_or(Support::Native),
+        Feature::AtomicCas(t, s) => int64_atomics(t).unwrap_or_else(|| match cell_ty(s, t) {
+            Ty::U8 | Ty::U16 => Support::polyfill(Polyfill::SubwordCasLoop),
+            _ => Support::Native,
+        }),
+        Feature::AtomicRmw(op, t, s) => int64_atomics(t).unwrap_or_else(|| atomic_rmw(caps, op, t, s)),
     }
-    let atomic = match &inst.kind {
-        Atomic { .. } | Cas { .. } => true,
-        Load { kind, .. } => matches!(kind, LoadKind::Ordered(..)),
-        Store { kind, .. } => matches!(kind, StoreKind::Ordered(..)),
+}
+
+/// The storage cell of an element in `s` (as the lowering lays arrays out).
+fn cell_ty(s: MemSpace, t: DType) -> Ty {
+    let space = match s {
+        MemSpace::Device => AddressSpace::Global,
+        MemSpace::Shared => AddressSpace::Shared,
+    };
+    super::lower::cell_ty(space, t)
+}
+
+/// Which read-modify-writes SPIR-V has natively (`memory.rs` lowers exactly these).
+fn atomic_rmw(caps: &SpirvCaps, op: AtomicOp, t: DType, s: MemSpace) -> Support {
+    let cell = cell_ty(s, t);
+    let wide_int = matches!(t, DType::I32 | DType::U32 | DType::I64 | DType::U64);
+    let native = match op {
+        AtomicOp::Mul => false,
+        _ if wide_int => true,
+        AtomicOp::And | AtomicOp::Or | AtomicOp::Xor | AtomicOp::Exchange if t.is_int() && cell == Ty::U32 => true,
+        AtomicOp::Exchange if t.is_float() && cell != Ty::U16 => true,
+        AtomicOp::Add => t == DType::F32 && s == MemSpace::Device && caps.float32_atomic_add,
         _ => false,
     };
-    let private = matches!(place.array, ArrayRef::Local(_));
-    if atomic && !private && t.bits() == 64 && !caps.int64_atomics {
-        return Err(err(format!(
-            "a 64-bit atomic on `{}` ({t}) needs int64_atomics (shaderBufferInt64Atomics / \
-             shaderSharedInt64Atomics), which this vulkan device lacks",
-            k.array_name(place.array)
-        )));
+    if native {
+        Support::Native
+    } else if matches!(cell, Ty::U8 | Ty::U16) {
+        Support::polyfill(Polyfill::SubwordCasLoop)
+    } else {
+        Support::polyfill(Polyfill::Lowering("CAS loop on the element's cell, in the SPIR-V lowering"))
     }
-    Ok(())
 }

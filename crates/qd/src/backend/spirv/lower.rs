@@ -21,7 +21,7 @@
 //!   subgroup scope for `subgroup.mem_fence`. Otherwise `GLSL450`, where the same barriers carry no
 //!   availability flags and cross-thread ordering is not guaranteed.
 
-use super::caps::{check, SpirvTarget};
+use super::caps::SpirvTarget;
 use super::types::{reg_ty, ModuleBuilder, Ty};
 use crate::ir::*;
 use crate::trace::TraceError;
@@ -133,9 +133,10 @@ pub fn lower_kernel(kernel: &Kernel, target: &SpirvTarget) -> Result<SpirvModule
                 "the kernel was traced for {}-lane subgroups but the vulkan target has {}",
                 kernel.subgroup_size, target.subgroup_size
             ),
+            unsupported: None,
         });
     }
-    check(kernel, target, caller)?;
+    crate::target::check(kernel, &target.trace_target(), caller)?;
     let mut optimized = kernel.clone();
     crate::ir::passes::optimize(&mut optimized);
     let k = &optimized;
@@ -158,7 +159,7 @@ pub fn lower_kernel(kernel: &Kernel, target: &SpirvTarget) -> Result<SpirvModule
         interface: Vec::new(),
         param_block: 0,
     };
-    // Shared memory: one Workgroup array per shared array.
+    // Shared memory: one Workgroup array per shared array (the check counted its 32-bit cells).
     let mut shared_bytes = 0u32;
     for s in &k.shared {
         let cell = cell_ty(AddressSpace::Shared, s.dtype);
@@ -168,18 +169,6 @@ pub fn lower_kernel(kernel: &Kernel, target: &SpirvTarget) -> Result<SpirvModule
         let ptr = l.m.pointer(StorageClass::Workgroup, arr);
         let var = l.m.global_var(ptr, StorageClass::Workgroup);
         l.shared_vars.push(var);
-    }
-    if shared_bytes > target.caps.max_shared_bytes {
-        return Err(TraceError {
-            kernel: k.name.clone(),
-            op: "block.shared_array".into(),
-            loc: k.body.insts.first().map(|i| i.loc).unwrap_or(caller),
-            message: format!(
-                "the kernel's shared arrays take {shared_bytes} bytes on vulkan (elements below 32 bits take a \
-                 32-bit cell), over the {} bytes of this device",
-                target.caps.max_shared_bytes
-            ),
-        });
     }
     // The parameter block (binding 0).
     let pb_struct = l.m.buffer_struct(Ty::U32);
@@ -361,7 +350,13 @@ impl Lower<'_> {
     }
 
     pub(super) fn err(&self, inst: &Inst, message: impl Into<String>) -> TraceError {
-        TraceError { kernel: self.k.name.clone(), op: inst.kind.mnemonic(), loc: inst.loc, message: message.into() }
+        TraceError {
+            kernel: self.k.name.clone(),
+            op: inst.kind.mnemonic(),
+            loc: inst.loc,
+            message: message.into(),
+            unsupported: None,
+        }
     }
 
     pub(super) fn scope(&mut self, s: u32) -> Word {

@@ -5,12 +5,12 @@ use super::device::{CudaBuffer, CudaDevice, DEFAULT_SHARED_LIMIT};
 use super::launch::Bound;
 use super::module::{lower, CudaKernel};
 use super::{CudaOptions, PtxCode};
-use crate::backend::{BackendKind, Target};
 use crate::ir::{self, DType};
 use crate::runtime::array::{decode, encode, RuntimeArray};
 use crate::runtime::cache::CodeOverrides;
 use crate::runtime::device::{downcast_kernel, Runtime, RuntimeKernel};
 use crate::runtime::{Arg, CompileStats, DeviceInfo, Error, Result};
+use crate::target::{BackendKind, Target};
 use std::any::Any;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -25,27 +25,27 @@ pub(crate) fn open(ordinal: u32, options: &CudaOptions, name: &str) -> Result<Ar
 impl Runtime for CudaDevice {
     /// CUDA caps for this compute capability, with the device's own shared-memory limit.
     fn target(&self) -> Target {
-        let mut t = Target::cuda(self.props.sm());
-        t.caps.max_shared_bytes = self.props.max_shared_optin.max(DEFAULT_SHARED_LIMIT);
-        t.subgroup_size = self.props.warp_size;
-        t
+        Target::cuda(self.props.sm())
+            .with_max_shared_bytes(self.props.max_shared_optin.max(DEFAULT_SHARED_LIMIT))
+            .with_subgroup_size(self.props.warp_size)
     }
 
     fn info(&self, name: &str, t: &Target) -> DeviceInfo {
         DeviceInfo {
             name: name.to_string(),
-            backend: BackendKind::Cuda,
+            backend: BackendKind::Cuda.name(),
             model: self.props.model.clone(),
             api_version: None,
             driver: None,
             notes: Vec::new(),
             loop_iteration_limit: None,
+            device_timer: true,
             compute_capability: Some(self.props.cc),
             driver_version: Some((self.props.driver_version / 1000, self.props.driver_version % 1000 / 10)),
             multiprocessors: Some(self.props.sm_count),
             memory_bytes: Some(self.props.total_mem),
-            subgroup_size: t.subgroup_size,
-            max_shared_bytes: t.caps.max_shared_bytes,
+            subgroup_size: t.subgroup_size(),
+            max_shared_bytes: t.limits().max_shared_bytes,
             cache_dir: self.cache_dir().map(|p| p.to_path_buf()),
         }
     }

@@ -4,12 +4,13 @@
 use super::context::{Bound, VulkanBuffer, VulkanDevice};
 use super::launch::VulkanKernel;
 use super::{SpirvCode, SpirvParam};
-use crate::backend::{spirv, BackendKind, Target};
+use crate::backend::spirv;
 use crate::ir::{self, DType};
 use crate::runtime::array::{decode, encode, RuntimeArray};
 use crate::runtime::cache::CodeOverrides;
 use crate::runtime::device::{downcast_kernel, Runtime, RuntimeKernel};
 use crate::runtime::{Arg, CompileStats, DeviceInfo, Error, Result};
+use crate::target::{BackendKind, Target};
 use crate::trace::TraceError;
 use std::any::Any;
 use std::sync::Arc;
@@ -43,7 +44,7 @@ fn lower(kernel: &ir::Kernel, dev: &VulkanDevice) -> std::result::Result<SpirvCo
 impl Runtime for VulkanDevice {
     /// The lowering's target on this device, as the tracer sees it.
     fn target(&self) -> Target {
-        self.spirv_target().trace_target()
+        self.spirv_target().trace_target().with_loop_iteration_cap(self.loop_iteration_limit())
     }
 
     fn info(&self, name: &str, t: &Target) -> DeviceInfo {
@@ -57,18 +58,19 @@ impl Runtime for VulkanDevice {
         notes.extend(self.loop_note());
         DeviceInfo {
             name: name.to_string(),
-            backend: BackendKind::Vulkan,
+            backend: BackendKind::Vulkan.name(),
             model: p.model.clone(),
             api_version: Some(p.api()),
             driver: Some(p.driver.clone()),
             notes,
             loop_iteration_limit: self.loop_iteration_limit(),
+            device_timer: false,
             compute_capability: None,
             driver_version: None,
             multiprocessors: None,
             memory_bytes: (p.memory_bytes > 0).then_some(p.memory_bytes),
-            subgroup_size: t.subgroup_size,
-            max_shared_bytes: t.caps.max_shared_bytes,
+            subgroup_size: t.subgroup_size(),
+            max_shared_bytes: t.limits().max_shared_bytes,
             cache_dir: None,
         }
     }

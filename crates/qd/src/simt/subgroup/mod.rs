@@ -68,6 +68,7 @@ pub use sort::{bitonic_sort_kv, bitonic_sort_kv_tiled};
 pub use crate::trace::Shuffle;
 
 use crate::ir::{BinOp, DType, InstKind, Ordering, Scope, ShuffleKind, Special, VoteKind};
+use crate::target::Feature;
 use crate::trace::{current_loc, emit_at, new_value, op_scope, target, trace_error, Int, IntoVal, Scalar, Val};
 
 /// A per-lane predicate: a `Val<bool>`, or any integer value tested `!= 0` ("truthy").
@@ -153,7 +154,7 @@ pub(super) fn tile_lane(log2_size: u32) -> Val<u32> {
 /// [`Device::subgroup_size`](crate::runtime::Device::subgroup_size)).
 #[track_caller]
 pub fn group_size() -> u32 {
-    target().subgroup_size
+    target().subgroup_size()
 }
 
 /// log2 of [`group_size`], a plain value: the `log2_size` at which every `_tiled` op covers the
@@ -189,18 +190,22 @@ pub fn log2_group_size_of(device: &crate::runtime::Device) -> u32 {
 #[track_caller]
 pub fn check_log2_size(op: &str, log2_size: u32) -> bool {
     let max = log2_group_size();
-    if log2_size > max {
-        trace_error(
-            op,
-            format!(
-                "log2_size {log2_size} exceeds log2_group_size() = {max} (a subgroup of {} lanes on {})",
-                group_size(),
-                target().backend
-            ),
-        );
-        return false;
+    if log2_size <= max {
+        return true;
     }
-    true
+    let message = format!(
+        "log2_size {log2_size} exceeds log2_group_size() = {max} (a subgroup of {} lanes on {})",
+        group_size(),
+        target().name()
+    );
+    // Tiles up to 64 lanes exist on some target (AMDGPU's wave64): this one lacks them. Wider
+    // ones exist nowhere, which is a mistake in the kernel.
+    if log2_size <= 6 {
+        crate::trace::trace_unsupported(op, Feature::Tile { lanes: 1 << log2_size }, message);
+    } else {
+        trace_error(op, message);
+    }
+    false
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -381,7 +386,7 @@ fn vote_tiled(name: &'static str, all: bool, predicate: Val<bool>, log2_size: u3
         return Val::constant(0);
     }
     let t = target();
-    if log2_size == t.log2_subgroup_size() && t.caps.vote_shortcut {
+    if log2_size == t.log2_subgroup_size() && t.has(Feature::VoteShortcut) {
         // CUDA: one vote.all / vote.any for the full warp.
         return vote(if all { VoteKind::All } else { VoteKind::Any }, predicate).to_i32();
     }
@@ -534,13 +539,13 @@ pub fn barrier() {
     sync()
 }
 
-/// Subgroup memory fence: orders this lane's memory accesses as seen by the subgroup. Lowered to a
-/// block-scope fence on CUDA and AMDGPU (over-strict but correct, D6) and a subgroup-scope fence on
-/// Vulkan.
+/// Subgroup memory fence: orders this lane's memory accesses as seen by the subgroup. A
+/// subgroup-scope fence where the target has one (Vulkan), else a block-scope fence (CUDA, AMDGPU:
+/// over-strict but correct, D6).
 #[track_caller]
 pub fn mem_fence() {
     let _op = op_scope("subgroup.mem_fence");
-    let scope = if target().backend == crate::backend::BackendKind::Vulkan { Scope::Subgroup } else { Scope::Block };
+    let scope = if target().has(Feature::SubgroupFence) { Scope::Subgroup } else { Scope::Block };
     emit_at(InstKind::Fence { scope, ordering: Ordering::AcqRel }, current_loc());
 }
 

@@ -6,6 +6,7 @@ use super::{
     ballot, check_log2_size, lane_u32, log2_group_size, shuffle_down, shuffle_up, shuffle_xor, Op, Predicate, Shuffle,
 };
 use crate::ir::{DType, InstKind, NvOp, ReduxOp};
+use crate::target::{Feature, NvFeature};
 use crate::trace::{current_loc, emit_at, new_value, op_scope, select, target, IntoVal, Val};
 
 /// The sm_80+ shortcut: a full-warp 32-bit integer add/min/max is one `redux.sync`.
@@ -17,7 +18,7 @@ use crate::trace::{current_loc, emit_at, new_value, op_scope, select, target, In
 #[track_caller]
 fn redux_full_warp<T: Shuffle>(op: Op, v: Val<T>, log2_size: u32) -> Option<Val<T>> {
     let t = target();
-    if !t.caps.redux || t.subgroup_size != 32 || log2_size != 5 {
+    if !t.has(Feature::Nv(NvFeature::Redux)) || t.subgroup_size() != 32 || log2_size != 5 {
         return None;
     }
     if !matches!(T::DTYPE, DType::I32 | DType::U32) {

@@ -170,6 +170,7 @@ pub fn lower_kernel(kernel: &Kernel, target: &PtxTarget) -> Result<PtxModule, Tr
         op: "ptx.module".into(),
         loc: caller,
         message: e.to_string(),
+        unsupported: None,
     };
     target.floor().map_err(module_err)?;
     let mut optimized = kernel.clone();
@@ -349,7 +350,13 @@ impl Lower<'_> {
     }
 
     fn err(&self, inst: &Inst, message: impl Into<String>) -> TraceError {
-        TraceError { kernel: self.k.name.clone(), op: inst.kind.mnemonic(), loc: inst.loc, message: message.into() }
+        TraceError {
+            kernel: self.k.name.clone(),
+            op: inst.kind.mnemonic(),
+            loc: inst.loc,
+            message: message.into(),
+            unsupported: None,
+        }
     }
 
     /// A printer diagnostic as the error of `inst` (kernel, op mnemonic, the user's source line).

@@ -1,0 +1,82 @@
+//! The one capability check: every instruction's requirements against the target's answers.
+
+use std::collections::HashMap;
+
+use super::{Feature, Support, Target};
+use crate::ir::{Kernel, Param, SrcLoc};
+use crate::trace::TraceError;
+
+/// Rejects what `target` cannot compile in `k`: each instruction's
+/// [`requirements`](crate::ir::Inst::requirements) that the target answers
+/// [`Support::Unsupported`] (or only as a library path), scalar parameters of types it lacks, and
+/// shared memory over its limit. The error names the op, the target, the feature, why, and the
+/// user's line, and carries the feature in [`TraceError::unsupported`]. `caller` locates
+/// module-level problems (parameters, shared memory of a kernel with no instructions).
+pub fn check(k: &Kernel, target: &Target, caller: SrcLoc) -> Result<(), TraceError> {
+    let mut answers: HashMap<Feature, Support> = HashMap::new();
+    let mut ask = |f: Feature| answers.entry(f).or_insert_with(|| target.support(f)).clone();
+    let refuse = |op: String, loc: SrcLoc, feature: Feature, support: Support, context: String| {
+        let why = match support {
+            Support::Unsupported { why } => why,
+            Support::Polyfill { how } => {
+                format!("{} provides it only as a library path ({})", target.name(), how.cost())
+            }
+            Support::Native => unreachable!("only refusals are reported"),
+        };
+        TraceError {
+            kernel: k.name.clone(),
+            op,
+            loc,
+            message: format!("{context}{feature} is not supported on {}: {why}", target.name()),
+            unsupported: Some(feature),
+        }
+    };
+    for p in &k.params {
+        if let Param::Scalar { dtype, name, .. } = p {
+            let f = Feature::Values(*dtype);
+            let s = ask(f);
+            if !s.is_lowerable() {
+                return Err(refuse("param".into(), caller, f, s, format!("parameter `{name}`: ")));
+            }
+        }
+    }
+    let cell = target.limits().shared_cell_bytes as usize;
+    let bytes: usize = k.shared.iter().map(|s| s.dtype.size_bytes().max(cell) * s.len as usize).sum();
+    if bytes > 0 {
+        let f = Feature::SharedMemory { bytes: u32::try_from(bytes).unwrap_or(u32::MAX) };
+        if !ask(f).is_available() {
+            let last = k.shared.last().map(|s| s.name.as_str()).unwrap_or_default();
+            let cells = if cell > 1 {
+                format!(" (elements below {} bits take a {cell}-byte cell)", cell * 8)
+            } else {
+                String::new()
+            };
+            return Err(TraceError {
+                kernel: k.name.clone(),
+                op: "block.shared_array".into(),
+                loc: k.body.insts.first().map_or(caller, |i| i.loc),
+                message: format!(
+                    "the kernel's shared arrays take {bytes} bytes{cells} (last: `{last}`), over the {} bytes a block \
+                     may use on {}",
+                    target.limits().max_shared_bytes,
+                    target.name()
+                ),
+                unsupported: Some(f),
+            });
+        }
+    }
+    let mut result = Ok(());
+    k.body.walk(&mut |inst| {
+        if result.is_err() {
+            return;
+        }
+        for f in inst.requirements(k) {
+            let s = ask(f);
+            if !s.is_lowerable() {
+                result = Err(refuse(inst.kind.mnemonic(), inst.loc, f, s, String::new()));
+                return;
+            }
+        }
+    });
+    result
+}

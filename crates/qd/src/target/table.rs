@@ -1,0 +1,1 @@
+//! Support tables rendered from the model (placeholder replaced below).
