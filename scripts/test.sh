@@ -183,6 +183,10 @@ stage "release build" cargo build --release -p qd-cli
 for sg in 4 8 16 32 64; do
     stage "conformance cpu:sg$sg" conformance "cpu:sg$sg"
 done
+# The emulator wearing the AMDGPU and Metal capability models: the library paths those targets
+# take, and skips only where the check refuses a kernel (f64 and 64-bit atomics on Metal, ...).
+stage "conformance cpu:sg64@amdgpu:gfx942" conformance "cpu:sg64@amdgpu:gfx942"
+stage "conformance cpu:sg32@metal" conformance "cpu:sg32@metal"
 stage "conformance vulkan" conformance_vulkan
 stage "tour" "$QD" tour
 

@@ -22,7 +22,16 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// List the backends (devices) and emit targets of this build, and the version.
-    Info,
+    Info {
+        /// Print the support table instead: each op × target, native, a polyfill with its cost, or
+        /// unsupported and why (the same table as docs/support.md).
+        #[arg(long)]
+        support: bool,
+        /// With --support: only the column of this target (cpu, cuda:sm_80, cuda:sm_90, vulkan,
+        /// amdgpu, metal).
+        #[arg(long, requires = "support")]
+        backend: Option<String>,
+    },
     /// Run every example on a device, print its documented result, check it against the host.
     Tour {
         /// Device to run on: cpu, cpu:sgN (N = 4, 8, 16, 32, 64), cuda[:N], vulkan[:N].
@@ -122,7 +131,20 @@ enum BenchTileOrder {
 
 fn main() -> ExitCode {
     let result = match Cli::parse().command {
-        Command::Info => info(),
+        Command::Info { support: true, backend } => {
+            let columns: Vec<String> = qd::target::table::columns().into_iter().map(|c| c.name).collect();
+            match backend {
+                Some(b) if !columns.iter().any(|c| c.starts_with(&b)) => {
+                    eprintln!("qd: no support column for `{b}`; expected one of {}", columns.join(", "));
+                    Ok(ExitCode::from(2))
+                }
+                b => {
+                    print!("{}", qd::target::table::markdown(b.as_deref()));
+                    Ok(ExitCode::SUCCESS)
+                }
+            }
+        }
+        Command::Info { .. } => info(),
         Command::Tour { backend } => run_tour(&backend),
         Command::Conformance { backend, filter, list, seed, report } => {
             run_conformance(&backend, filter.as_deref(), list, seed, report.as_deref())

@@ -1,6 +1,7 @@
 //! The repository's own documents stay in step with the code: every decision the code cites (`D1`,
-//! `D5`, …) has its section in `docs/decisions.md`, and ARCHITECTURE.md points at the decisions and
-//! at the GPU baseline the next reshaping is measured against.
+//! `D5`, …) has its section in `docs/decisions.md`, ARCHITECTURE.md points at the decisions and at
+//! the GPU baseline, `docs/support.md` is the model's table, and the layering rule holds (no code
+//! outside the backends, the runtime and the capability layer names the backend kind).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -83,4 +84,43 @@ fn architecture_points_at_the_decisions_and_the_baseline() {
         .find_map(|l| l.split('`').find(|w| w.starts_with("docs/gpu-records/") && w.contains("baseline")))
         .expect("ARCHITECTURE.md names the baseline record (a `docs/gpu-records/...baseline...` path)");
     assert!(root().join(baseline).exists(), "{baseline} does not exist");
+}
+
+/// `docs/support.md` is what `qd info --support` prints from the capability model.
+#[test]
+fn the_support_table_is_generated_from_the_model() {
+    let committed = read("docs/support.md");
+    let generated = qd::target::table::markdown(None);
+    assert!(
+        committed == generated,
+        "docs/support.md differs from the model; regenerate it with `cargo run -p qd-cli -- info --support > docs/support.md` and review the diff"
+    );
+}
+
+/// The backend kind is crate-private to `backend/`, `runtime/` and the capability layer: library
+/// code (`simt/`, `trace/`, `ir/`, `nv.rs`) and the tools ask the target for features and limits.
+#[test]
+fn only_the_backends_the_runtime_and_the_capability_layer_name_the_backend_kind() {
+    let root = root();
+    let mut offenders = Vec::new();
+    let mut stack = vec![root.join("crates/qd/src"), root.join("crates/qd-cli/src")];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            let rel = path.strip_prefix(&root).unwrap().to_string_lossy().replace('\\', "/");
+            let allowed = ["crates/qd/src/backend/", "crates/qd/src/runtime/", "crates/qd/src/target/"];
+            if allowed.iter().any(|a| rel.starts_with(a)) {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            if text.contains("BackendKind") || text.contains(".backend ==") {
+                offenders.push(rel);
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "these files test which backend a target is: {offenders:?}");
 }
