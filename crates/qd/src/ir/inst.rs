@@ -259,6 +259,21 @@ impl AtomicOp {
             AtomicOp::Exchange => "exch",
         }
     }
+
+    /// The arithmetic the operation applies to the old value and the operand (`None` for
+    /// exchange, which stores the operand): the one mapping every backend and rewrite uses.
+    pub fn binop(self) -> Option<BinOp> {
+        Some(match self {
+            AtomicOp::Add => BinOp::Add,
+            AtomicOp::Mul => BinOp::Mul,
+            AtomicOp::Min => BinOp::Min,
+            AtomicOp::Max => BinOp::Max,
+            AtomicOp::And => BinOp::And,
+            AtomicOp::Or => BinOp::Or,
+            AtomicOp::Xor => BinOp::Xor,
+            AtomicOp::Exchange => return None,
+        })
+    }
 }
 
 /// Shuffle source addressing.

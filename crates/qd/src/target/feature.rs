@@ -25,6 +25,14 @@ impl MemSpace {
         }
     }
 
+    /// The IR address space of arrays in this space.
+    pub fn address_space(self) -> AddressSpace {
+        match self {
+            MemSpace::Device => AddressSpace::Global,
+            MemSpace::Shared => AddressSpace::Shared,
+        }
+    }
+
     /// `device` or `shared`.
     pub fn name(self) -> &'static str {
         match self {

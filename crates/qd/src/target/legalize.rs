@@ -3,7 +3,7 @@
 
 use super::{Feature, MemSpace, Polyfill, Support, Target};
 use crate::ir::{
-    AtomicOp, BinOp, Block, CmpOp, DType, Inst, InstKind, Kernel, LoadKind, LocalDecl, LocalId, Ordering, Place, Scope,
+    AtomicOp, Block, CmpOp, DType, Inst, InstKind, Kernel, LoadKind, LocalDecl, LocalId, Ordering, Place, Scope,
     SrcLoc, ValueId,
 };
 
@@ -90,7 +90,7 @@ impl CasLoop {
         let seen = value(t);
         let same = value(DType::Bool);
         let mut body = vec![at(InstKind::LocalGet { dst: old, local })];
-        let new = match binop(self.op) {
+        let new = match self.op.binop() {
             Some(op) => {
                 let new = value(t);
                 body.push(at(InstKind::Binary { dst: new, op, a: old, b: self.value }));
@@ -132,20 +132,6 @@ impl CasLoop {
         }
         out
     }
-}
-
-/// The arithmetic of a read-modify-write (`None`: exchange stores the operand).
-fn binop(op: AtomicOp) -> Option<BinOp> {
-    Some(match op {
-        AtomicOp::Add => BinOp::Add,
-        AtomicOp::Mul => BinOp::Mul,
-        AtomicOp::Min => BinOp::Min,
-        AtomicOp::Max => BinOp::Max,
-        AtomicOp::And => BinOp::And,
-        AtomicOp::Or => BinOp::Or,
-        AtomicOp::Xor => BinOp::Xor,
-        AtomicOp::Exchange => return None,
-    })
 }
 
 /// The unsigned type a float's bits are compared in (`None`: compare the values themselves).

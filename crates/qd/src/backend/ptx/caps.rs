@@ -397,16 +397,12 @@ pub(crate) fn limits(sm: u32) -> crate::target::Limits {
 /// How `sm_<sm>` provides `f`: the NVIDIA families at their PTX floors, every portable feature
 /// natively except the atomics `atom` lacks for a type, which are CAS loops.
 pub(crate) fn support(sm: u32, f: crate::target::Feature) -> crate::target::Support {
-    use crate::ir::{AddressSpace, Ordering, Scope};
-    use crate::target::{Feature as F, MemSpace, NvFeature, Polyfill, Support};
+    use crate::ir::{Ordering, Scope};
+    use crate::target::{Feature as F, NvFeature, Polyfill, Support};
     let target = PtxTarget::sm(sm);
     let floor = |feature: Feature| match target.check(feature) {
         Ok(()) => Support::Native,
         Err(e) => Support::unsupported(e.to_string()),
-    };
-    let space = |s: MemSpace| match s {
-        MemSpace::Device => AddressSpace::Global,
-        MemSpace::Shared => AddressSpace::Shared,
     };
     let printer = super::PtxPrinter::new(target);
     match f {
@@ -432,13 +428,15 @@ pub(crate) fn support(sm: u32, f: crate::target::Feature) -> crate::target::Supp
         F::AtomicRmw(_, DType::B128, _) | F::AtomicCas(DType::B128, _) => {
             Support::unsupported("128-bit atomics are not lowered to PTX (no .b128 registers)")
         }
-        F::AtomicRmw(op, t, s) => match AtomicModifier::from_ir(op, t, Ordering::Relaxed, Scope::Device, space(s)) {
-            Ok(m) if printer.atom_supported(&m) => Support::Native,
-            Ok(_) | Err(PtxError::NeedsCasLoop { .. }) => cas_loop(&printer, t, s),
-            Err(e) => Support::unsupported(e.to_string()),
-        },
+        F::AtomicRmw(op, t, s) => {
+            match AtomicModifier::from_ir(op, t, Ordering::Relaxed, Scope::Device, s.address_space()) {
+                Ok(m) if printer.atom_supported(&m) => Support::Native,
+                Ok(_) | Err(PtxError::NeedsCasLoop { .. }) => cas_loop(&printer, t, s),
+                Err(e) => Support::unsupported(e.to_string()),
+            }
+        }
         F::AtomicCas(t, s) => {
-            let m = AtomicModifier::cas_from_ir(t, Ordering::Relaxed, Scope::Device, space(s));
+            let m = AtomicModifier::cas_from_ir(t, Ordering::Relaxed, Scope::Device, s.address_space());
             if m.is_ok_and(|m| printer.atom_supported(&m)) {
                 Support::Native
             } else {
@@ -450,10 +448,9 @@ pub(crate) fn support(sm: u32, f: crate::target::Feature) -> crate::target::Supp
 
 /// A CAS loop on the element where `atom.cas` is that wide here, else on its 32-bit word.
 fn cas_loop(printer: &super::PtxPrinter, t: DType, s: crate::target::MemSpace) -> crate::target::Support {
-    use crate::ir::{AddressSpace, Ordering, Scope};
-    use crate::target::{MemSpace, Polyfill, Support};
-    let space = if s == MemSpace::Device { AddressSpace::Global } else { AddressSpace::Shared };
-    let narrow_cas = AtomicModifier::cas_from_ir(t, Ordering::Relaxed, Scope::Device, space)
+    use crate::ir::{Ordering, Scope};
+    use crate::target::{Polyfill, Support};
+    let narrow_cas = AtomicModifier::cas_from_ir(t, Ordering::Relaxed, Scope::Device, s.address_space())
         .is_ok_and(|m| printer.atom_supported(&m));
     if t.bits() >= 32 || narrow_cas {
         Support::polyfill(Polyfill::Lowering("CAS loop on the element (atom.cas), in the PTX lowering"))

@@ -2,7 +2,7 @@
 //! for it ([`support`], [`limits`]); the check pass of `crate::target` rejects what it lacks.
 
 use super::types::Ty;
-use crate::ir::{AddressSpace, AtomicOp, DType};
+use crate::ir::{AtomicOp, DType};
 use crate::target::{Feature, Limits, MemSpace, Polyfill, Support, Target};
 
 /// Device features the SPIR-V lowering may use (from the Vulkan device's feature structs).
@@ -143,11 +143,7 @@ pub(crate) fn support(caps: &SpirvCaps, f: Feature) -> Support {
 
 /// The storage cell of an element in `s` (as the lowering lays arrays out).
 fn cell_ty(s: MemSpace, t: DType) -> Ty {
-    let space = match s {
-        MemSpace::Device => AddressSpace::Global,
-        MemSpace::Shared => AddressSpace::Shared,
-    };
-    super::lower::cell_ty(space, t)
+    super::lower::cell_ty(s.address_space(), t)
 }
 
 /// Which read-modify-writes SPIR-V has natively (`memory.rs` lowers exactly these).

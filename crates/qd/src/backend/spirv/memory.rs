@@ -407,16 +407,7 @@ impl Lower<'_> {
         match rmw {
             Rmw::Op(AtomicOp::Exchange, v) => Ok(v),
             Rmw::Op(op, v) => {
-                let b = match op {
-                    AtomicOp::Add => BinOp::Add,
-                    AtomicOp::Mul => BinOp::Mul,
-                    AtomicOp::Min => BinOp::Min,
-                    AtomicOp::Max => BinOp::Max,
-                    AtomicOp::And => BinOp::And,
-                    AtomicOp::Or => BinOp::Or,
-                    AtomicOp::Xor => BinOp::Xor,
-                    AtomicOp::Exchange => unreachable!("handled above"),
-                };
+                let b = op.binop().expect("exchange is handled above");
                 self.binary_ids(inst, t, b, old, v)
             }
             Rmw::Cas { expected, desired } => {

@@ -11,6 +11,7 @@
 //!   locals, special registers, subgroup operations, barriers and fences.
 //! * `arith`: D5 arithmetic, casts, f16/bf16 conversions.
 //! * `memory`: loads, stores and atomics (D6), with CAS loops where SPIR-V has no native form.
+//! * `subgroup`: shuffles and broadcasts.
 //!
 //! The runtime (`crate::runtime`) calls [`lower_kernel`] on a kernel traced for
 //! [`Target::vulkan`](crate::backend::Target::vulkan) and binds what [`SpirvModule`] describes.
@@ -19,6 +20,7 @@ mod arith;
 pub mod caps;
 pub mod lower;
 mod memory;
+mod subgroup;
 mod types;
 
 pub use caps::{SpirvCaps, SpirvTarget};

@@ -108,15 +108,8 @@ impl<'a, 'b> BlockExec<'a, 'b> {
 
 /// The new value of an atomic `op` (D5 arithmetic; float min/max are minNum/maxNum).
 pub(super) fn atomic_apply(d: DType, op: AtomicOp, old: u64, y: u64) -> u64 {
-    let bin = |b: BinOp| eval::binary(d, b, old, y).unwrap_or(old);
-    match op {
-        AtomicOp::Add => bin(BinOp::Add),
-        AtomicOp::Mul => bin(BinOp::Mul),
-        AtomicOp::Min => bin(BinOp::Min),
-        AtomicOp::Max => bin(BinOp::Max),
-        AtomicOp::And => bin(BinOp::And),
-        AtomicOp::Or => bin(BinOp::Or),
-        AtomicOp::Xor => bin(BinOp::Xor),
-        AtomicOp::Exchange => y & width_mask(d),
+    match op.binop() {
+        Some(b) => eval::binary(d, b, old, y).unwrap_or(old),
+        None => y & width_mask(d),
     }
 }

@@ -245,16 +245,7 @@ impl Lower<'_> {
                 self.line(format!("selp.{b} {new}, {desired}, {old}, {p};"));
                 return Ok(());
             }
-            Rmw::Op(op, _) => match op {
-                AtomicOp::Add => BinOp::Add,
-                AtomicOp::Mul => BinOp::Mul,
-                AtomicOp::Min => BinOp::Min,
-                AtomicOp::Max => BinOp::Max,
-                AtomicOp::And => BinOp::And,
-                AtomicOp::Or => BinOp::Or,
-                AtomicOp::Xor => BinOp::Xor,
-                AtomicOp::Exchange => unreachable!("handled above"),
-            },
+            Rmw::Op(op, _) => op.binop().expect("exchange is handled above"),
         };
         let Rmw::Op(_, v) = rmw else { unreachable!("handled above") };
         self.binary_regs(inst, op, t, new, old, v)
