@@ -1,7 +1,9 @@
 //! `qd emit`: target names (D10) and writing every built-in kernel for a target.
 
 use crate::builtin;
-use qd::backend::spirv::{lower_kernel, SpirvCaps, SpirvTarget};
+use qd::backend::ptx::Ptx;
+use qd::backend::spirv::{Spirv, SpirvCaps};
+use qd::backend::Backend;
 use qd::backend::Target;
 use qd::prelude::{Device, Kernel};
 use std::fmt;
@@ -178,17 +180,17 @@ pub fn emit_kernel(kernel: &Kernel, target: &EmitTarget) -> Result<Vec<u8>, Stri
 /// The SPIR-V binary (little-endian words) of `kernel` for a Vulkan device with `subgroup_size`-lane
 /// subgroups and the features of lavapipe ([`SpirvCaps::lavapipe`]).
 fn spirv_of(kernel: &Kernel, subgroup_size: u32) -> Result<Vec<u8>, String> {
-    let target = SpirvTarget { subgroup_size, caps: SpirvCaps::lavapipe() };
-    let ir = kernel.trace(&target.trace_target()).map_err(|e| e.to_string())?;
-    let module = lower_kernel(&ir, &target).map_err(|e| e.to_string())?;
+    let target = Target::vulkan(subgroup_size, &SpirvCaps::lavapipe());
+    let ir = kernel.trace(&target).map_err(|e| e.to_string())?;
+    let module = Spirv::lower(&ir, &target).map_err(|e| e.to_string())?;
     Ok(module.words.iter().flat_map(|w| w.to_le_bytes()).collect())
 }
 
 /// PTX text of `kernel` for `arch` (`sm_90`, `sm_90a`, `sm_80`, ...), traced for the CUDA target.
 fn ptx_of(kernel: &Kernel, arch: &str) -> Result<String, String> {
-    let target = qd::backend::ptx::PtxTarget::parse(arch).map_err(|e| e.to_string())?;
-    let ir = kernel.trace(&Target::cuda(target.sm)).map_err(|e| e.to_string())?;
-    qd::backend::ptx::lower::lower_kernel(&ir, &target).map(|m| m.text).map_err(|e| e.to_string())
+    let target = Target::ptx(qd::backend::ptx::PtxTarget::parse(arch).map_err(|e| e.to_string())?);
+    let ir = kernel.trace(&target).map_err(|e| e.to_string())?;
+    Ptx::lower(&ir, &target).map(|m| m.text).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -179,10 +179,11 @@ fn seq_cst_and_ordered_memory_follow_d6() {
         at("red.release.cta.add.u32.global [");
         at("atom.acquire.add.u32.global _, [");
         at("atom.exch.b32.global _, [");
-        // seq_cst CAS loop: one fence before the loop, acquiring CAS inside.
-        let cas = at("atom.acquire.sys.cas.b32.global");
+        // seq_cst CAS loop (the IR rewrite): one fence before the loop, an acq_rel CAS inside.
+        let cas = at("atom.acq_rel.sys.cas.b32.global");
         let fence = at("fence.sc.sys;");
-        assert!(fence < cas && l[fence..cas].iter().any(|x| x.starts_with("$L_cas")), "{target}");
+        assert!(fence < cas && l[fence..cas].iter().any(|x| x.starts_with("$L_loop")), "{target}");
+        assert_eq!(l.iter().filter(|x| x.starts_with("fence.sc.sys")).count(), 1, "{target}");
         at("atom.acq_rel.cta.cas.b32.global");
         assert_eq!(l[at("ld.acquire.gpu.global.u32") - 1], "fence.sc.gpu;", "{target}");
         assert_eq!(l[at("st.release.cta.global.u32") - 1], "fence.sc.cta;", "{target}");

@@ -7,7 +7,9 @@
 //! * [`amdgpu`], [`metal`]: so far their capability models, which the emulator wears.
 //!
 //! What a backend can do is asked of the [`Target`] (the capability layer, `crate::target`);
-//! nothing outside `backend/`, `runtime/` and that layer tests which backend it is.
+//! nothing outside `backend/`, `runtime/` and that layer tests which backend it is. Every code
+//! generator has the same face, [`Backend::lower`]: a kernel traced for a target in, the backend's
+//! artifact out, with the CAS-loop rewrite of `crate::target` applied first.
 
 pub mod amdgpu;
 pub mod cpu;
@@ -16,3 +18,47 @@ pub mod ptx;
 pub mod spirv;
 
 pub use crate::target::Target;
+
+use crate::ir::{Kernel, SrcLoc};
+use crate::trace::TraceError;
+
+/// The face every code generator shows the runtime and the tools.
+///
+/// ```
+/// use qd::backend::{Backend, cpu::Emulator, ptx::Ptx, Target};
+/// use qd::prelude::*;
+/// let k = Kernel::range("double", 64, |k| {
+///     let a = k.array::<f32>("a");
+///     k.parallel_for(0, a.len(), |i| a.set(i, a.get(i) * 2.0f32));
+/// });
+/// let cuda = Target::cuda(90);
+/// let ptx = Ptx::lower(&k.trace(&cuda).unwrap(), &cuda).unwrap();
+/// assert!(ptx.text.contains(".target sm_90"));
+/// let cpu = Target::cpu(32);
+/// assert!(Emulator::lower(&k.trace(&cpu).unwrap(), &cpu).is_ok());
+/// // A kernel traced for one target is not lowered by another backend.
+/// assert!(Ptx::lower(&k.trace(&cpu).unwrap(), &cpu).is_err());
+/// ```
+pub trait Backend {
+    /// What lowering produces: PTX text, a SPIR-V module, an emulator program.
+    type Artifact;
+    /// The backend's name in messages (`ptx`, `spirv`, `cpu`).
+    const NAME: &'static str;
+    /// Lowers `kernel`, traced for `target`: the capability check, the atomics `target` provides
+    /// as CAS loops rewritten into the IR, then the backend's own lowering. A target this backend
+    /// does not compile for is a [`TraceError`] at the caller's line.
+    fn lower(kernel: &Kernel, target: &Target) -> Result<Self::Artifact, TraceError>;
+}
+
+/// The error for a kernel handed to a backend that does not compile for its target.
+pub(crate) fn wrong_target(kernel: &Kernel, backend: &str, target: &Target, caller: SrcLoc) -> TraceError {
+    TraceError {
+        kernel: kernel.name.clone(),
+        op: format!("{backend}.module"),
+        loc: caller,
+        message: format!(
+            "the {backend} backend does not compile for {target}; trace the kernel for one of its targets"
+        ),
+        unsupported: None,
+    }
+}

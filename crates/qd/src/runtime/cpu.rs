@@ -8,6 +8,7 @@ use super::errors::{Error, Result};
 use super::info::{CompileStats, DeviceInfo};
 use super::Arg;
 use crate::backend::cpu::{self, Buffer, CpuArg};
+use crate::backend::Backend;
 use crate::ir::{self, DType};
 use crate::target::{BackendKind, Target};
 use std::any::Any;
@@ -117,7 +118,7 @@ impl Runtime for CpuRuntime {
 
     fn compile(&self, ir: ir::Kernel, stats: &mut CompileStats) -> Result<Arc<dyn RuntimeKernel>> {
         let t = Instant::now();
-        let prog = cpu::compile(&ir)?;
+        let prog = cpu::Emulator::lower(&ir, &self.target)?;
         stats.lower = t.elapsed();
         Ok(Arc::new(CpuKernel(prog)))
     }

@@ -11,6 +11,7 @@ use crate::ir::{
 /// `Polyfill { how: CasLoop }` into
 ///
 /// ```text
+/// fence seq_cst                      (only for a seq_cst atomic, which then CASes acq_rel)
 /// old = load x                       (plain: the loop's CAS checks it)
 /// loop {
 ///     new = old <op> value
@@ -98,12 +99,20 @@ impl CasLoop {
             }
             None => self.value,
         };
+        // D6's seq_cst read-modify-write is a seq_cst fence and then the access: the fence goes
+        // once before the loop, and each CAS is acquire-release (at least what the access needs).
+        let (fence, ordering) = match self.ordering {
+            Ordering::SeqCst => {
+                (Some(InstKind::Fence { scope: self.scope, ordering: Ordering::SeqCst }), Ordering::AcqRel)
+            }
+            o => (None, o),
+        };
         body.push(at(InstKind::Cas {
             dst: seen,
             place: self.place,
             expected: old,
             desired: new,
-            ordering: self.ordering,
+            ordering,
             scope: self.scope,
         }));
         body.push(at(InstKind::LocalSet { local, value: seen }));
@@ -122,11 +131,12 @@ impl CasLoop {
             then_block: Block { insts: vec![at(InstKind::Break)] },
             else_block: Block::default(),
         }));
-        let mut out = vec![
+        let mut out: Vec<Inst> = fence.into_iter().map(at).collect();
+        out.extend([
             at(InstKind::Load { dst: init, place: self.place, kind: LoadKind::Plain }),
             at(InstKind::LocalSet { local, value: init }),
             at(InstKind::Loop { body: Block { insts: body } }),
-        ];
+        ]);
         if let Some(dst) = self.dst {
             out.push(at(InstKind::LocalGet { dst, local }));
         }

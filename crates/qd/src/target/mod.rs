@@ -70,8 +70,8 @@ impl BackendKind {
 pub(crate) enum Profile {
     /// The emulator itself: every feature (the NVIDIA families with 32-lane subgroups).
     Cpu,
-    /// An NVIDIA GPU of this compute capability (`90` for sm_90).
-    Cuda { sm: u32 },
+    /// An NVIDIA GPU: the PTX `.target` it is compiled for (`sm_90`, `sm_90a`).
+    Cuda(ptx::PtxTarget),
     /// A Vulkan device with these SPIR-V features.
     Vulkan(SpirvCaps),
     /// An AMD GPU of this architecture (wave64).
@@ -84,7 +84,7 @@ impl Profile {
     fn name(&self, limits: &Limits) -> String {
         match self {
             Profile::Cpu => format!("cpu:sg{}", limits.subgroup_size),
-            Profile::Cuda { sm } => format!("cuda:sm_{sm}"),
+            Profile::Cuda(t) => format!("cuda:{t}"),
             Profile::Vulkan(_) => format!("vulkan:sg{}", limits.subgroup_size),
             Profile::Amdgpu(arch) => format!("amdgpu:{arch}"),
             Profile::Metal => "metal".into(),
@@ -94,7 +94,7 @@ impl Profile {
     fn support(&self, limits: &Limits, f: Feature) -> Support {
         match self {
             Profile::Cpu => cpu::caps::support(limits, f),
-            Profile::Cuda { sm } => ptx::caps::support(*sm, f),
+            Profile::Cuda(t) => ptx::caps::support(*t, f),
             Profile::Vulkan(caps) => spirv::caps::support(caps, f),
             Profile::Amdgpu(arch) => amdgpu::caps::support(*arch, f),
             Profile::Metal => metal::caps::support(f),
@@ -124,7 +124,13 @@ impl Target {
     /// An NVIDIA GPU of compute capability `sm` (`90` for sm_90), 32-lane warps. The shared-memory
     /// limit is the architecture's opt-in maximum per block; the CUDA runtime sets the device's own.
     pub fn cuda(sm: u32) -> Target {
-        Target::new(BackendKind::Cuda, Profile::Cuda { sm }, ptx::caps::limits(sm))
+        Target::ptx(ptx::PtxTarget::sm(sm))
+    }
+
+    /// An NVIDIA GPU compiled for this PTX `.target` (`sm_90a` enables the architecture-specific
+    /// features), 32-lane warps.
+    pub fn ptx(target: ptx::PtxTarget) -> Target {
+        Target::new(BackendKind::Cuda, Profile::Cuda(target), ptx::caps::limits(target.sm))
     }
 
     /// A Vulkan device with `subgroup_size` lanes and these SPIR-V features (what kernels are
@@ -268,15 +274,30 @@ impl Target {
             ("amdgpu", "") => Ok(Target::amdgpu(AmdgpuArch::Gfx942)),
             ("amdgpu", arch) => Ok(Target::amdgpu(arch.parse()?)),
             ("metal", "") => Ok(Target::metal()),
-            ("cuda", sm) => {
-                let t = ptx::PtxTarget::parse(sm).map_err(|e| e.to_string())?;
-                Ok(Target::cuda(t.sm))
-            }
+            ("cuda", sm) => Ok(Target::ptx(ptx::PtxTarget::parse(sm).map_err(|e| e.to_string())?)),
             ("cpu", sg) => match sg.strip_prefix("sg").and_then(|n| n.parse().ok()) {
                 Some(n) => Ok(Target::cpu(n)),
                 None => Err(format!("expected cpu:sgN, got `{name}`")),
             },
             _ => Err(format!("unknown target `{name}`; expected amdgpu[:gfxN], metal, cuda:sm_N or cpu:sgN")),
+        }
+    }
+
+    /// The PTX `.target` of a CUDA target (`None` for the others).
+    pub(crate) fn ptx_target(&self) -> Option<ptx::PtxTarget> {
+        match &self.profile {
+            Profile::Cuda(t) => Some(*t),
+            _ => None,
+        }
+    }
+
+    /// What the SPIR-V lowering targets for a Vulkan target (`None` for the others).
+    pub(crate) fn spirv_target(&self) -> Option<spirv::SpirvTarget> {
+        match &self.profile {
+            Profile::Vulkan(caps) => {
+                Some(spirv::SpirvTarget { subgroup_size: self.limits.subgroup_size, caps: caps.clone() })
+            }
+            _ => None,
         }
     }
 

@@ -179,12 +179,11 @@ impl Kernel {
         let mut blocks = state.blocks;
         kernel.body = blocks.pop().unwrap_or_default();
         // The checks in order: the IR's own rules (types, structure, D3 uniformity; a varying
-        // broadcast lane where the target needs a uniform one), then the capability check, then
-        // the atomics the target provides as CAS loops become loops (once, for every backend).
+        // broadcast lane where the target needs a uniform one), then the capability check. (The
+        // atomics a target provides as CAS loops become loops when a backend lowers the kernel.)
         let uniform_broadcast_lane = !target.support(Feature::DynamicBroadcastLane).is_available();
         ir::verify(&kernel, ir::VerifyOptions { uniform_broadcast_lane })?;
         crate::target::check(&kernel, target, SrcLoc::caller())?;
-        crate::target::legalize_atomics(&mut kernel, target);
         Ok(kernel)
     }
 }

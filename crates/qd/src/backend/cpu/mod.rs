@@ -17,3 +17,20 @@ pub mod program;
 pub use exec::{launch, CpuArg, EmuError, EmuErrorKind, LaunchGeometry, Options};
 pub use memory::Buffer;
 pub use program::{compile, Program};
+
+/// The emulator's face ([`Backend`](super::Backend)): a program for any target, its own or one it
+/// wears (the atomics that target provides as CAS loops run as those loops).
+pub struct Emulator;
+
+impl super::Backend for Emulator {
+    type Artifact = Program;
+    const NAME: &'static str = "cpu";
+
+    #[track_caller]
+    fn lower(kernel: &crate::ir::Kernel, target: &super::Target) -> Result<Program, crate::trace::TraceError> {
+        crate::target::check(kernel, target, crate::ir::SrcLoc::caller())?;
+        let mut legal = kernel.clone();
+        crate::target::legalize_atomics(&mut legal, target);
+        compile(&legal)
+    }
+}

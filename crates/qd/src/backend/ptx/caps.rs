@@ -394,12 +394,12 @@ pub(crate) fn limits(sm: u32) -> crate::target::Limits {
     }
 }
 
-/// How `sm_<sm>` provides `f`: the NVIDIA families at their PTX floors, every portable feature
-/// natively except the atomics `atom` lacks for a type, which are CAS loops.
-pub(crate) fn support(sm: u32, f: crate::target::Feature) -> crate::target::Support {
+/// How `target` provides `f`: the NVIDIA families at their PTX floors, every portable feature
+/// natively except the atomics `atom` lacks for a type, which are CAS loops (element-wide ones
+/// rewritten into the IR by `target::legalize_atomics`, word-wide ones written by the lowering).
+pub(crate) fn support(target: PtxTarget, f: crate::target::Feature) -> crate::target::Support {
     use crate::ir::{Ordering, Scope};
     use crate::target::{Feature as F, NvFeature, Polyfill, Support};
-    let target = PtxTarget::sm(sm);
     let floor = |feature: Feature| match target.check(feature) {
         Ok(()) => Support::Native,
         Err(e) => Support::unsupported(e.to_string()),
@@ -453,7 +453,7 @@ fn cas_loop(printer: &super::PtxPrinter, t: DType, s: crate::target::MemSpace) -
     let narrow_cas = AtomicModifier::cas_from_ir(t, Ordering::Relaxed, Scope::Device, s.address_space())
         .is_ok_and(|m| printer.atom_supported(&m));
     if t.bits() >= 32 || narrow_cas {
-        Support::polyfill(Polyfill::Lowering("CAS loop on the element (atom.cas), in the PTX lowering"))
+        Support::polyfill(Polyfill::CasLoop)
     } else {
         Support::polyfill(Polyfill::SubwordCasLoop)
     }

@@ -41,3 +41,19 @@ pub use modifier::{
 pub use printer::{hex_imm, BarRedOp, MembarLevel, ProxyKind, PtxPrinter, FULL_MASK};
 pub use sreg::{is_thread_or_cta_sreg, sreg_mov_type, sreg_token};
 pub use warp::{MatchMode, MatchType, ReduxKind, ReduxType, ShflMode, VoteMode};
+
+/// The NVPTX backend's face ([`Backend`](super::Backend)): PTX for a CUDA target.
+pub struct Ptx;
+
+impl super::Backend for Ptx {
+    type Artifact = PtxModule;
+    const NAME: &'static str = "ptx";
+
+    #[track_caller]
+    fn lower(kernel: &crate::ir::Kernel, target: &super::Target) -> Result<PtxModule, crate::trace::TraceError> {
+        let caller = crate::ir::SrcLoc::caller();
+        let ptx = target.ptx_target().ok_or_else(|| super::wrong_target(kernel, Self::NAME, target, caller))?;
+        crate::target::check(kernel, target, caller)?;
+        lower_kernel(kernel, &ptx)
+    }
+}

@@ -163,6 +163,6 @@ fn atomic_rmw(caps: &SpirvCaps, op: AtomicOp, t: DType, s: MemSpace) -> Support 
     } else if matches!(cell, Ty::U8 | Ty::U16) {
         Support::polyfill(Polyfill::SubwordCasLoop)
     } else {
-        Support::polyfill(Polyfill::Lowering("CAS loop on the element's cell, in the SPIR-V lowering"))
+        Support::polyfill(Polyfill::CasLoop)
     }
 }

@@ -139,6 +139,8 @@ pub fn lower_kernel(kernel: &Kernel, target: &SpirvTarget) -> Result<SpirvModule
     }
     crate::target::check(kernel, &target.trace_target(), caller)?;
     let mut optimized = kernel.clone();
+    // The atomics SPIR-V lacks become CAS loops in the IR first (one rewrite for every backend).
+    crate::target::legalize_atomics(&mut optimized, &target.trace_target());
     crate::ir::passes::optimize(&mut optimized);
     let k = &optimized;
     let mut l = Lower {

@@ -23,8 +23,9 @@
 //! * Atomics are native where SPIR-V has the operation for the element (integer
 //!   add/min/max/and/or/xor/exchange on 32/64-bit elements, and/or/xor/exchange on narrow elements
 //!   held in 32-bit cells, f32 add with `float32_atomic_add`, exchange on floats through their
-//!   bits); everything else (mul, float min/max, f64 add, f16/bf16, narrow device elements) is a
-//!   compare-exchange loop on the bit pattern of the cell, or of the u32 word holding the element.
+//!   bits). Narrow device elements (and f16/bf16 there) are a compare-exchange loop on the u32
+//!   word holding the element; everything else (mul, float min/max, f64 add) arrives as the IR's
+//!   CAS loop (`target::legalize_atomics`, run by `lower_kernel`).
 //! * Per-thread arrays are private: an atomic is a load, the operation and a store.
 
 use super::lower::{cell_ty, Lower, View, SCOPE_DEVICE, SCOPE_SUBGROUP, SCOPE_WORKGROUP};
@@ -493,7 +494,16 @@ impl Lower<'_> {
             } else if matches!(cell, Ty::U8 | Ty::U16) {
                 self.word_loop(inst, place, rmw, ordering, scope)?
             } else {
-                self.cell_loop(inst, place, t, rmw, ordering, scope)?
+                // `spirv::caps::support` answers these `Polyfill { CasLoop }`, and `lower_kernel`
+                // rewrote them into the IR before lowering (`target::legalize_atomics`).
+                return Err(self.err(
+                    inst,
+                    format!(
+                        "atomic_{} on {t} has no native SPIR-V form and was not rewritten into a CAS loop \
+                         (lower kernels with spirv::lower_kernel, which runs the rewrite)",
+                        op.name()
+                    ),
+                ));
             }
         };
         if let Some(d) = dst {
@@ -603,26 +613,6 @@ impl Lower<'_> {
         self.branch_cond(done, merge, header);
         self.begin(merge);
         Ok(old)
-    }
-
-    /// A CAS loop on the element's own 32/64-bit cell, on its bit pattern.
-    fn cell_loop(
-        &mut self,
-        inst: &Inst,
-        place: &Place,
-        t: DType,
-        rmw: Rmw,
-        o: Ordering,
-        s: Scope,
-    ) -> Result<Word, TraceError> {
-        let idx = self.v(place.index);
-        let (ptr, cell) = self.elem_ptr(place.array, idx, View::Natural);
-        self.cas_loop_on(cell, ptr, scope_of(s), o, |l, w| {
-            let old = l.cell_to_reg(t, cell, w);
-            let new = l.rmw_compute(inst, t, rmw, old)?;
-            let nw = l.reg_to_cell(t, cell, new);
-            Ok((old, nw))
-        })
     }
 
     /// A CAS loop on the u32 word of a device array holding an 8- or 16-bit element.

@@ -10,7 +10,7 @@
 //! * [`lower`]: whole kernels ([`lower_kernel`]): the ABI ([`ParamAbi`]), structured control flow,
 //!   locals, special registers, subgroup operations, barriers and fences.
 //! * `arith`: D5 arithmetic, casts, f16/bf16 conversions.
-//! * `memory`: loads, stores and atomics (D6), with CAS loops where SPIR-V has no native form.
+//! * `memory`: loads, stores and atomics (D6), with word CAS loops for narrow device elements.
 //! * `subgroup`: shuffles and broadcasts.
 //!
 //! The runtime (`crate::runtime`) calls [`lower_kernel`] on a kernel traced for
@@ -25,3 +25,18 @@ mod types;
 
 pub use caps::{SpirvCaps, SpirvTarget};
 pub use lower::{lower_kernel, ParamAbi, SpirvModule};
+
+/// The Vulkan backend's face ([`Backend`](super::Backend)): SPIR-V for a Vulkan target.
+pub struct Spirv;
+
+impl super::Backend for Spirv {
+    type Artifact = SpirvModule;
+    const NAME: &'static str = "spirv";
+
+    #[track_caller]
+    fn lower(kernel: &crate::ir::Kernel, target: &super::Target) -> Result<SpirvModule, crate::trace::TraceError> {
+        let caller = crate::ir::SrcLoc::caller();
+        let spirv = target.spirv_target().ok_or_else(|| super::wrong_target(kernel, Self::NAME, target, caller))?;
+        lower_kernel(kernel, &spirv)
+    }
+}

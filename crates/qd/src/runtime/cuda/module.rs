@@ -5,13 +5,12 @@ use super::device::{CudaDevice, DEFAULT_SHARED_LIMIT};
 use super::driver::{check, Context, DriverFailure};
 use super::jit::{jit_link, jit_load, load_image};
 use super::{PtxCode, PtxParam};
-use crate::backend::ptx::{
-    lower::{lower_kernel, ParamAbi, PtxModule},
-    PtxTarget,
-};
+use crate::backend::ptx::{ParamAbi, Ptx, PtxModule};
+use crate::backend::Backend;
 use crate::ir::{self, Param};
 use crate::runtime::disk_cache;
 use crate::runtime::{CompileStats, DiskCacheUse, Error, Result};
+use crate::target::Target;
 use crate::trace::TraceError;
 use cudarc::driver::sys;
 use std::ffi::{c_int, CString};
@@ -19,9 +18,9 @@ use std::ptr::null_mut;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Lowers `kernel` to PTX for `sm_<sm>` through the NVPTX backend.
-pub(crate) fn lower(kernel: &ir::Kernel, sm: u32) -> std::result::Result<PtxCode, TraceError> {
-    let m: PtxModule = lower_kernel(kernel, &PtxTarget::sm(sm))?;
+/// Lowers `kernel` (traced for `target`) to PTX through the NVPTX backend's face.
+pub(crate) fn lower(kernel: &ir::Kernel, target: &Target) -> std::result::Result<PtxCode, TraceError> {
+    let m: PtxModule = Ptx::lower(kernel, target)?;
     Ok(PtxCode {
         text: m.text,
         entry: m.entry,

@@ -64,7 +64,7 @@ impl Runtime for CudaDevice {
         let t = Instant::now();
         let code = match self.ptx_overrides.get(&ir.name) {
             Some(code) => code,
-            None => lower(&ir, self.props.sm())?,
+            None => lower(&ir, &self.target())?,
         };
         stats.lower = t.elapsed();
         Ok(Arc::new(self.load(ir, code, stats)?))

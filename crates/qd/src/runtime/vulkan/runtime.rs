@@ -4,7 +4,7 @@
 use super::context::{Bound, VulkanBuffer, VulkanDevice};
 use super::launch::VulkanKernel;
 use super::{SpirvCode, SpirvParam};
-use crate::backend::spirv;
+use crate::backend::{spirv, Backend};
 use crate::ir::{self, DType};
 use crate::runtime::array::{decode, encode, RuntimeArray};
 use crate::runtime::cache::CodeOverrides;
@@ -24,7 +24,7 @@ pub(crate) fn open(ordinal: u32, name: &str) -> Result<Arc<dyn Runtime>> {
 
 /// Lowers `kernel` (traced for `dev`) to SPIR-V for `dev`: its subgroup width and features.
 fn lower(kernel: &ir::Kernel, dev: &VulkanDevice) -> std::result::Result<SpirvCode, TraceError> {
-    let m = spirv::lower_kernel(kernel, &dev.spirv_target())?;
+    let m = spirv::Spirv::lower(kernel, &dev.target())?;
     Ok(SpirvCode {
         words: m.words,
         entry: m.entry,

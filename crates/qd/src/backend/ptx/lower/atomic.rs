@@ -1,6 +1,7 @@
-//! Read-modify-writes and compare-and-swap (D6, D7): native `atom`/`red` through the printer, CAS
-//! loops where the target has no native form, word-sized loops for 8- and 16-bit elements, and
-//! plain read-modify-writes on per-thread memory.
+//! Read-modify-writes and compare-and-swap (D6, D7): native `atom`/`red` through the printer,
+//! word-sized loops for 8- and 16-bit elements, and plain read-modify-writes on per-thread memory.
+//! Element-wide CAS loops are not written here: `target::legalize_atomics` rewrites them into the
+//! IR before lowering.
 
 use super::{bits, class, Class, Lower};
 use crate::backend::ptx::errors::PtxError;
@@ -20,8 +21,11 @@ impl Lower<'_> {
 
     /// A read-modify-write (D6, D7): `AtomicModifier::from_ir` builds the record; where the
     /// target has the native form, the printer's `atomic_rmw` prints it (`red` when the result is
-    /// unused and `red` takes it, `fence.sc` + `.acquire` for seq_cst); otherwise
-    /// ([`PtxError::NeedsCasLoop`], or a type the target lacks) it is a CAS loop.
+    /// unused and `red` takes it, `fence.sc` + `.acquire` for seq_cst). An 8- or 16-bit element
+    /// with no `atom.cas` that narrow is a loop on its 32-bit word. Every other form `atom` lacks
+    /// was rewritten into an element-wide CAS loop before lowering (`target::legalize_atomics`,
+    /// driven by `ptx::caps::support`); one that still reaches here lacks this ordering or scope,
+    /// and the printer says why.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn atomic(
         &mut self,
@@ -47,9 +51,22 @@ impl Lower<'_> {
                 let (d, v) = (dst.map(|d| self.r(d)), self.r(value));
                 self.print(inst, |p| p.atomic_rmw(&m, d.as_deref(), &format!("[{addr}]"), &[&v]))
             }
-            Ok(_) | Err(PtxError::NeedsCasLoop { .. }) => self.cas_loop(inst, dst, place, t, &rmw, ordering, scope),
+            Ok(_) | Err(PtxError::NeedsCasLoop { .. }) if self.needs_word_loop(t, ordering, scope, space) => {
+                self.subword_loop(inst, dst, place, t, &rmw, ordering, scope)
+            }
+            Ok(m) => {
+                let (addr, _) = self.address(place);
+                let (d, v) = (dst.map(|d| self.r(d)), self.r(value));
+                self.print(inst, |p| p.atomic_rmw(&m, d.as_deref(), &format!("[{addr}]"), &[&v]))
+            }
             Err(e) => Err(self.ptx_err(inst, e)),
         }
+    }
+
+    /// An element below 32 bits that this target cannot compare-and-swap at its own width.
+    fn needs_word_loop(&self, t: DType, ordering: Ordering, scope: Scope, space: AddressSpace) -> bool {
+        t.bits() < 32
+            && !AtomicModifier::cas_from_ir(t, ordering, scope, space).is_ok_and(|m| self.p.atom_supported(&m))
     }
 
     /// Compare and swap: one `atom.cas` (`cas_from_ir`; seq_cst as `fence.sc` + `.acquire`), or a
@@ -116,56 +133,6 @@ impl Lower<'_> {
         let scope = m.scope;
         self.print(inst, |p| p.fence(AtomicOrder::SeqCst, scope))?;
         Ok(AtomicModifier { order: Some(AtomicOrder::Acquire), ..m })
-    }
-
-    /// Operations without a native `atom` for this type and target (mul, float min/max, bf16 add
-    /// before sm_90, ...): a loop on `atom.cas` of the element's width, or of the enclosing word
-    /// when the target has no CAS that narrow.
-    #[allow(clippy::too_many_arguments)]
-    fn cas_loop(
-        &mut self,
-        inst: &Inst,
-        dst: Option<ValueId>,
-        place: &Place,
-        t: DType,
-        rmw: &Rmw,
-        ordering: Ordering,
-        scope: Scope,
-    ) -> Result<(), TraceError> {
-        let space = self.k.array_space(place.array);
-        let m = match AtomicModifier::cas_from_ir(t, ordering, scope, space) {
-            Ok(m) if self.p.atom_supported(&m) || t.bits() >= 32 => m,
-            _ if t.bits() < 32 => return self.subword_loop(inst, dst, place, t, rmw, ordering, scope),
-            Ok(m) => m,
-            Err(e) => return Err(self.ptx_err(inst, e)),
-        };
-        let (addr, space) = self.address(place);
-        let addr = format!("[{addr}]");
-        let m = self.seq_cst_fence_first(inst, m)?;
-        let c = class(t);
-        let old = match dst {
-            Some(d) => self.r(d),
-            None => self.fresh(c),
-        };
-        let new = self.fresh(c);
-        self.ld_plain(false, space, t, &old, &addr);
-        let head = self.label("cas");
-        let _ = writeln!(self.body, "{head}:");
-        self.rmw_compute(inst, rmw, t, &new, &old)?;
-        let (b, ib) = match t.bits() {
-            16 => ("b16", Class::B16),
-            32 => ("b32", Class::B32),
-            _ => ("b64", Class::B64),
-        };
-        let (oi, ni, si) = (self.fresh(ib), self.fresh(ib), self.fresh(ib));
-        self.line(format!("mov.{b} {oi}, {old};"));
-        self.line(format!("mov.{b} {ni}, {new};"));
-        self.print(inst, |p| p.atom(&m, &si, &addr, &[&oi, &ni]))?;
-        let p = self.fresh(Class::Pred);
-        self.line(format!("setp.ne.{b} {p}, {si}, {oi};"));
-        self.line(format!("mov.{b} {old}, {si};"));
-        self.line(format!("@{p} bra {head};"));
-        Ok(())
     }
 
     /// An 8- or 16-bit read-modify-write with no CAS that narrow: `atom.cas.b32` on the aligned

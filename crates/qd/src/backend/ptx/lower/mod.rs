@@ -174,6 +174,8 @@ pub fn lower_kernel(kernel: &Kernel, target: &PtxTarget) -> Result<PtxModule, Tr
     };
     target.floor().map_err(module_err)?;
     let mut optimized = kernel.clone();
+    // The atomics `atom` lacks become CAS loops in the IR first (one rewrite for every backend).
+    crate::target::legalize_atomics(&mut optimized, &crate::target::Target::ptx(*target));
     crate::ir::passes::optimize(&mut optimized);
     let kernel = &optimized;
     let mut l = Lower {
