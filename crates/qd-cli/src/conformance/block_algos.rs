@@ -75,7 +75,12 @@ fn algo_kernel<T: HostNum>(name: &str, algo: Algo, op: Op, bd: u32) -> Kernel {
                 (Algo::Exclusive, Op::Min) => block::exclusive_min(v, bd),
                 (Algo::Exclusive, Op::Max) => block::exclusive_max(v, bd),
             };
-            out.set(i, r);
+            // `reduce_*` defines the result in thread 0 only: the others store nothing (the
+            // emulator's strict mode would report an implementation-defined value reaching memory).
+            match algo {
+                Algo::Reduce => if_(block::thread_idx().eq(0), || out.set(i, r)),
+                _ => out.set(i, r),
+            }
         });
     })
 }

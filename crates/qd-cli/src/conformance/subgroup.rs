@@ -404,6 +404,44 @@ fn kernel2<A: Scalar, B: Scalar, R1: Scalar, R2: Scalar>(
     named: &Named,
     f: impl Fn(Val<A>, Val<B>) -> (Val<R1>, Val<R2>) + Send + Sync + 'static,
 ) -> Kernel {
+    kernel2_where(named, Defined::Every, f)
+}
+
+/// Which lanes an op defines a result in; the others store nothing, so no implementation-defined
+/// value reaches memory (the emulator's strict mode reports one that does).
+#[derive(Clone, Copy)]
+enum Defined {
+    /// Every lane.
+    Every,
+    /// Lane 0 of each tile of `2^log2` lanes (`reduce_*_tiled`).
+    TileLeaders(u32),
+    /// Lane 0 of the subgroup (`reduce_*`).
+    SubgroupLeader,
+    /// Lanes at least `c` (`shuffle_up` by `c`).
+    From(u32),
+    /// Lanes below the subgroup width minus `c` (`shuffle_down` by `c`).
+    Below(u32),
+}
+
+impl Defined {
+    fn holds(self) -> Val<bool> {
+        let lane = sg::invocation_id().cast::<u32>();
+        match self {
+            Defined::Every => Val::constant(true),
+            Defined::TileLeaders(log2) => (lane & ((1u32 << log2) - 1)).eq(0u32),
+            Defined::SubgroupLeader => lane.eq(0u32),
+            Defined::From(c) => lane.ge(c),
+            Defined::Below(c) => (lane + c).lt(sg::group_size()),
+        }
+    }
+}
+
+/// [`kernel2`] storing only the lanes where `defined` holds.
+fn kernel2_where<A: Scalar, B: Scalar, R1: Scalar, R2: Scalar>(
+    named: &Named,
+    defined: Defined,
+    f: impl Fn(Val<A>, Val<B>) -> (Val<R1>, Val<R2>) + Send + Sync + 'static,
+) -> Kernel {
     Kernel::range(&named.name, named.block, move |k| {
         let a = k.array::<A>("a");
         let b = k.array::<B>("b");
@@ -411,8 +449,14 @@ fn kernel2<A: Scalar, B: Scalar, R1: Scalar, R2: Scalar>(
         let o2 = k.array::<R2>("o2");
         k.parallel_for(0, a.len(), |i| {
             let (r1, r2) = f(a.get(i), b.get(i));
-            o1.set(i, r1);
-            o2.set(i, r2);
+            let store = || {
+                o1.set(i, r1);
+                o2.set(i, r2);
+            };
+            match defined {
+                Defined::Every => store(),
+                _ => if_(defined.holds(), store),
+            }
         });
     })
 }
@@ -422,7 +466,16 @@ fn kernel1<A: Scalar, B: Scalar, R: Scalar>(
     name: &Named,
     f: impl Fn(Val<A>, Val<B>) -> Val<R> + Send + Sync + 'static,
 ) -> Kernel {
-    kernel2(name, move |x, y| (f(x, y), Val::<u32>::constant(0)))
+    kernel1_where(name, Defined::Every, f)
+}
+
+/// [`kernel1`] storing only the lanes where `defined` holds.
+fn kernel1_where<A: Scalar, B: Scalar, R: Scalar>(
+    name: &Named,
+    defined: Defined,
+    f: impl Fn(Val<A>, Val<B>) -> Val<R> + Send + Sync + 'static,
+) -> Kernel {
+    kernel2_where(name, defined, move |x, y| (f(x, y), Val::<u32>::constant(0)))
 }
 
 /// Launches a [`kernel2`] on `a` and `b`; returns both outputs.
@@ -490,14 +543,18 @@ fn draw_heads(rng: &mut Rng, n: usize) -> Vec<i32> {
 /// A reduction or scan: `l = Some(L)` the tiled form; `None` the full form beside the tiled form
 /// at the subgroup's width (`o1`, `o2`).
 fn reduction_kernel<T: HostNum>(name: &Named, fam: Family, op: BinOp, l: Option<u32>) -> Kernel {
+    // `reduce_*` defines its result in each tile's lane 0 only (the full form: lane 0).
+    let reduce = fam == Family::Reduce;
     match l {
         Some(l) => {
             let f = tiled_fn::<T>(fam, op);
-            kernel1(name, move |v: Val<T>, h: Val<i32>| f(v, h, l))
+            let defined = if reduce { Defined::TileLeaders(l) } else { Defined::Every };
+            kernel1_where(name, defined, move |v: Val<T>, h: Val<i32>| f(v, h, l))
         }
         None => {
             let (f, t) = (full_fn::<T>(fam, op), tiled_fn::<T>(fam, op));
-            kernel2(name, move |v: Val<T>, h: Val<i32>| (f(v, h), t(v, h, sg::log2_group_size())))
+            let defined = if reduce { Defined::SubgroupLeader } else { Defined::Every };
+            kernel2_where(name, defined, move |v: Val<T>, h: Val<i32>| (f(v, h), t(v, h, sg::log2_group_size())))
         }
     }
 }
@@ -660,8 +717,9 @@ impl Move {
 fn move_kernel<T: HostNum>(name: &Named, mv: Move, c: u32) -> Kernel {
     match mv {
         Move::Shuffle => kernel1(name, |v: Val<T>, s: Val<u32>| sg::shuffle(v, s)),
-        Move::Up => kernel1(name, move |v: Val<T>, _: Val<u32>| sg::shuffle_up(v, c)),
-        Move::Down => kernel1(name, move |v: Val<T>, _: Val<u32>| sg::shuffle_down(v, c)),
+        // Lanes whose source is out of range get an implementation-defined value: not stored.
+        Move::Up => kernel1_where(name, Defined::From(c), move |v: Val<T>, _: Val<u32>| sg::shuffle_up(v, c)),
+        Move::Down => kernel1_where(name, Defined::Below(c), move |v: Val<T>, _: Val<u32>| sg::shuffle_down(v, c)),
         Move::Xor => kernel1(name, move |v: Val<T>, _: Val<u32>| sg::shuffle_xor(v, c)),
         Move::Broadcast => kernel1(name, move |v: Val<T>, _: Val<u32>| sg::broadcast(v, c)),
         Move::BroadcastFirst => kernel1(name, |v: Val<T>, _: Val<u32>| sg::broadcast_first(v)),

@@ -227,7 +227,9 @@ impl Device {
 
     /// A device by its command-line name (D10): `cpu`, `cpu:sgN`, `cuda[:N]`, `vulkan[:N]`, or the
     /// emulator wearing another target's features, `cpu[:sgN]@<target>` with `<target>` one of
-    /// `amdgpu[:gfxN]`, `metal`, `cuda:sm_N` (see [`Device::cpu_wearing`]).
+    /// `amdgpu[:gfxN]`, `metal`, `cuda:sm_N` (see [`Device::cpu_wearing`]), in strict mode: an
+    /// implementation-defined result reaching memory is an error, so a library path that leans on
+    /// one GPU's behaviour shows up before that GPU is in reach.
     ///
     /// `cuda` is `cuda:0` and `vulkan` is `vulkan:0`; the device's [`name`](Device::name) is always
     /// `cuda:N` or `vulkan:N`.
@@ -242,7 +244,8 @@ impl Device {
                      cpu@{worn} or cpu:sg{sg}@{worn}"
                 )));
             }
-            return Device::cpu_wearing(&target, crate::backend::cpu::Options::default());
+            let strict = crate::backend::cpu::Options { strict: true, ..Default::default() };
+            return Device::cpu_wearing(&target, strict);
         }
         match name {
             "cpu" => Ok(Device::cpu()),
