@@ -413,6 +413,12 @@ pub enum InstKind {
     Atomic { dst: Option<ValueId>, place: Place, op: AtomicOp, value: ValueId, ordering: Ordering, scope: Scope },
     /// Compare and swap: `dst` = old value.
     Cas { dst: ValueId, place: Place, expected: ValueId, desired: ValueId, ordering: Ordering, scope: Scope },
+    /// The bit offset (u32) of `place`'s 8- or 16-bit element within the aligned 32-bit word
+    /// holding it. Written by the sub-word CAS-loop rewrite (`target::legalize_atomics`) only.
+    WordShift { dst: ValueId, place: Place },
+    /// Compare and swap of the aligned 32-bit word holding `place`'s 8- or 16-bit element: `dst`
+    /// = the word's old value (u32). Written by the sub-word CAS-loop rewrite only.
+    WordCas { dst: ValueId, place: Place, expected: ValueId, desired: ValueId, ordering: Ordering, scope: Scope },
     /// Shuffle across the subgroup; `valid` receives whether the source lane was in range.
     Shuffle { dst: ValueId, valid: Option<ValueId>, kind: ShuffleKind, value: ValueId, lane: ValueId },
     /// Every lane reads `value` from lane `lane` (which some targets require to be subgroup-uniform).
@@ -599,6 +605,8 @@ impl InstKind {
             | LocalGet { dst, .. }
             | Load { dst, .. }
             | Cas { dst, .. }
+            | WordShift { dst, .. }
+            | WordCas { dst, .. }
             | Broadcast { dst, .. }
             | Ballot { dst, .. }
             | Vote { dst, .. } => vec![*dst],
@@ -623,7 +631,10 @@ impl InstKind {
             Load { place, .. } => vec![place.index],
             Store { place, value, .. } => vec![place.index, *value],
             Atomic { place, value, .. } => vec![place.index, *value],
-            Cas { place, expected, desired, .. } => vec![place.index, *expected, *desired],
+            Cas { place, expected, desired, .. } | WordCas { place, expected, desired, .. } => {
+                vec![place.index, *expected, *desired]
+            }
+            WordShift { place, .. } => vec![place.index],
             Shuffle { value, lane, .. } | Broadcast { value, lane, .. } => vec![*value, *lane],
             Ballot { pred, .. } | Vote { pred, .. } => vec![*pred],
             BlockBarrier { reduce } => reduce.iter().map(|r| r.1).collect(),
@@ -655,6 +666,8 @@ impl InstKind {
             Store { .. } => "store".into(),
             Atomic { op, .. } => format!("atomic_{}", op.name()),
             Cas { .. } => "atomic_cas".into(),
+            WordShift { .. } => "word_shift".into(),
+            WordCas { .. } => "atomic_cas_word".into(),
             Shuffle { kind, .. } => match kind {
                 ShuffleKind::Idx => "subgroup.shuffle".into(),
                 ShuffleKind::Up => "subgroup.shuffle_up".into(),

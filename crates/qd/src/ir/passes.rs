@@ -122,11 +122,12 @@ pub fn map_uses(kind: &mut InstKind, f: &impl Fn(ValueId) -> ValueId) {
             m(&mut place.index);
             m(value);
         }
-        Cas { place, expected, desired, .. } => {
+        Cas { place, expected, desired, .. } | WordCas { place, expected, desired, .. } => {
             m(&mut place.index);
             m(expected);
             m(desired);
         }
+        WordShift { place, .. } => m(&mut place.index),
         Shuffle { value, lane, .. } | Broadcast { value, lane, .. } => {
             m(value);
             m(lane);

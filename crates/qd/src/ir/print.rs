@@ -130,6 +130,16 @@ pub fn render_inst(k: &Kernel, kind: &InstKind) -> String {
             expected.0,
             desired.0
         ),
+        WordShift { dst, place: p } => format!("{} = word_shift {}", v(k, *dst), place(p)),
+        WordCas { dst, place: p, expected, desired, ordering, scope } => format!(
+            "{} = atomic.cas_word.{}.{} {}, %{}, %{}",
+            v(k, *dst),
+            ordering.name(),
+            scope.name(),
+            place(p),
+            expected.0,
+            desired.0
+        ),
         Shuffle { dst, valid, kind, value, lane } => {
             let valid = valid.map(|p| format!("|%{}", p.0)).unwrap_or_default();
             format!("{}{valid} = shuffle.{} %{}, %{}", v(k, *dst), lower(format!("{kind:?}")), value.0, lane.0)

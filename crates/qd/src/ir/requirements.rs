@@ -2,7 +2,7 @@
 //! [`crate::target::check`].
 
 use super::{ArrayRef, Inst, InstKind, Kernel, LoadKind, NvOp, StoreKind};
-use crate::ir::{NvSreg, Scope};
+use crate::ir::{DType, NvSreg, Scope};
 use crate::target::{Feature, MemSpace, NvFeature};
 
 /// The capability space of an array (`None`: per-thread memory, which is private).
@@ -65,6 +65,7 @@ impl Inst {
             Store { place, kind, .. } => (place, matches!(kind, StoreKind::Ordered(..)).then_some(Access::Ordered)),
             Atomic { place, op, .. } => (place, Some(Access::Rmw(*op))),
             Cas { place, .. } => (place, Some(Access::Cas)),
+            WordCas { place, .. } => (place, Some(Access::WordCas)),
             _ => return dedup(needs),
         };
         let t = k.array_dtype(place.array);
@@ -75,6 +76,7 @@ impl Inst {
                 Access::Ordered => Feature::OrderedAccess(t, space),
                 Access::Rmw(op) => Feature::AtomicRmw(op, t, space),
                 Access::Cas => Feature::AtomicCas(t, space),
+                Access::WordCas => Feature::AtomicCas(DType::U32, space),
             }));
         }
         dedup(needs)
@@ -87,6 +89,7 @@ enum Access {
     Ordered,
     Rmw(crate::ir::AtomicOp),
     Cas,
+    WordCas,
 }
 
 fn dedup(mut needs: Vec<Feature>) -> Vec<Feature> {

@@ -148,7 +148,7 @@ impl Analysis {
                     self.set(*d, Varying);
                 }
             }
-            Cas { dst, .. } => self.set(*dst, Varying),
+            Cas { dst, .. } | WordCas { dst, .. } | WordShift { dst, .. } => self.set(*dst, Varying),
             Shuffle { dst, valid, kind, lane, .. } => {
                 let u = if *kind == ShuffleKind::Idx && self.val(*lane) <= Subgroup { Subgroup } else { Varying };
                 self.set(*dst, u);

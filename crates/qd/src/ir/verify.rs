@@ -234,6 +234,25 @@ impl Verifier<'_> {
                     return Err(self.err(inst, "'atomic_cas' operands must have the element type".into()));
                 }
             }
+            WordShift { dst, place } | WordCas { dst, place, .. } => {
+                index(place)?;
+                let t = self.k.array_dtype(place.array);
+                if matches!(place.array, ArrayRef::Local(_)) {
+                    return Err(self.err(inst, format!("'{}' needs a device or shared array", inst.kind.mnemonic())));
+                }
+                if !matches!(t.size_bytes(), 1 | 2) {
+                    return Err(
+                        self.err(inst, format!("'{}' needs an 8- or 16-bit element, got '{t}'", inst.kind.mnemonic()))
+                    );
+                }
+                let words = match &inst.kind {
+                    WordCas { expected, desired, .. } => vec![*dst, *expected, *desired],
+                    _ => vec![*dst],
+                };
+                if words.iter().any(|w| self.ty(*w) != DType::U32) {
+                    return Err(self.err(inst, format!("'{}' works on u32 words", inst.kind.mnemonic())));
+                }
+            }
             Shuffle { dst, value, lane, .. } | Broadcast { dst, value, lane } => {
                 same(*dst, *value)?;
                 if self.ty(*lane) != DType::U32 {

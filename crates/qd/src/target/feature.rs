@@ -163,8 +163,9 @@ pub enum Polyfill {
     /// ([`legalize_atomics`](crate::target::legalize_atomics)) that every backend (and the
     /// emulator wearing the target) runs.
     CasLoop,
-    /// A compare-and-swap loop on the 32-bit word holding an 8- or 16-bit element (the backend
-    /// addresses the word; the emulator runs it as one atomic step).
+    /// A compare-and-swap loop on the 32-bit word holding an 8- or 16-bit element, written once
+    /// as the same IR rewrite (the backends only address the word: `word_shift`,
+    /// `atomic_cas_word`).
     SubwordCasLoop,
     /// The library composes it from other operations while tracing (e.g. `sync_*_nonzero` as a
     /// shared counter and two barriers); an instruction needing it cannot be lowered.

@@ -46,9 +46,7 @@ pub(crate) fn support(f: Feature) -> Support {
         Feature::AtomicCas(DType::B128, _) | Feature::AtomicRmw(_, DType::B128, _) => {
             Support::unsupported("128-bit atomics are not supported on metal")
         }
-        Feature::OrderedAccess(t, _) if t.bits() < 32 => {
-            Support::polyfill(Polyfill::Lowering("an atomic access of the enclosing 32-bit word"))
-        }
+        Feature::OrderedAccess(t, _) if t.bits() < 32 => Support::polyfill(Polyfill::SubwordCasLoop),
         Feature::OrderedAccess(..) => Support::Native,
         Feature::AtomicCas(t, _) | Feature::AtomicRmw(_, t, _) if t.bits() < 32 => {
             Support::polyfill(Polyfill::SubwordCasLoop)

@@ -132,7 +132,12 @@ pub(crate) fn support(caps: &SpirvCaps, f: Feature) -> Support {
             _ => Support::Native,
         },
         Feature::Storage(_, MemSpace::Shared) => Support::Native,
-        Feature::OrderedAccess(t, _) => int64_atomics(t).unwrap_or(Support::Native),
+        // No atomic store narrower than 32 bits: a store is an exchange loop on the word (an
+        // ordered load reads the word atomically).
+        Feature::OrderedAccess(t, s) => int64_atomics(t).unwrap_or_else(|| match cell_ty(s, t) {
+            Ty::U8 | Ty::U16 => Support::polyfill(Polyfill::SubwordCasLoop),
+            _ => Support::Native,
+        }),
         Feature::AtomicCas(t, s) => int64_atomics(t).unwrap_or_else(|| match cell_ty(s, t) {
             Ty::U8 | Ty::U16 => Support::polyfill(Polyfill::SubwordCasLoop),
             _ => Support::Native,

@@ -564,6 +564,10 @@ impl Lower<'_> {
             Atomic { dst, place, op, value, ordering, scope } => {
                 self.atomic(inst, *dst, place, *op, *value, *ordering, *scope)?
             }
+            WordShift { dst, place } => self.word_shift(inst, *dst, place)?,
+            WordCas { dst, place, expected, desired, ordering, scope } => {
+                self.word_cas(inst, *dst, place, *expected, *desired, *ordering, *scope)?
+            }
             Cas { dst, place, expected, desired, ordering, scope } => {
                 self.cas(inst, *dst, place, *expected, *desired, *ordering, *scope)?
             }

@@ -375,8 +375,9 @@ impl Lower<'_> {
             StoreKind::Ordered(o, s) if space != AddressSpace::Local => {
                 let cell = cell_ty(space, d);
                 if matches!(cell, Ty::U8 | Ty::U16) {
-                    // No atomic store narrower than 32 bits: exchange the element inside its word.
-                    self.word_loop(inst, place, Rmw::Op(AtomicOp::Exchange, v), o, s)?;
+                    // No atomic store narrower than 32 bits: `spirv::caps` answers it
+                    // `SubwordCasLoop`, and the IR rewrite made it an exchange loop on the word.
+                    return Err(self.not_legalized(inst, d));
                 } else {
                     let idx = self.v(place.index);
                     let (ptr, cell) = self.elem_ptr(place.array, idx, View::Natural);
@@ -491,19 +492,10 @@ impl Lower<'_> {
                     vec![Operand::IdRef(ptr), Operand::IdScope(s), Operand::IdMemorySemantics(m), Operand::IdRef(c)],
                 );
                 self.cell_to_reg(t, cell, r)
-            } else if matches!(cell, Ty::U8 | Ty::U16) {
-                self.word_loop(inst, place, rmw, ordering, scope)?
             } else {
-                // `spirv::caps::support` answers these `Polyfill { CasLoop }`, and `lower_kernel`
-                // rewrote them into the IR before lowering (`target::legalize_atomics`).
-                return Err(self.err(
-                    inst,
-                    format!(
-                        "atomic_{} on {t} has no native SPIR-V form and was not rewritten into a CAS loop \
-                         (lower kernels with spirv::lower_kernel, which runs the rewrite)",
-                        op.name()
-                    ),
-                ));
+                // `spirv::caps::support` answers these `Polyfill { CasLoop }` (or `SubwordCasLoop`
+                // for narrow device elements), and `lower_kernel` rewrote them into the IR.
+                return Err(self.not_legalized(inst, t));
             }
         };
         if let Some(d) = dst {
@@ -529,7 +521,7 @@ impl Lower<'_> {
         let old = if space == AddressSpace::Local {
             self.private_rmw(inst, place, t, rmw)?
         } else if matches!(cell_ty(space, t), Ty::U8 | Ty::U16) {
-            self.word_loop(inst, place, rmw, ordering, scope)?
+            return Err(self.not_legalized(inst, t));
         } else {
             let idx = self.v(place.index);
             let (ptr, cell) = self.elem_ptr(place.array, idx, View::Natural);
@@ -576,61 +568,55 @@ impl Lower<'_> {
         Ok(old)
     }
 
-    /// A compare-exchange loop on a u32/u64 memory word: `body(word)` gives `(old value, new word)`;
-    /// returns the old value of the iteration that succeeded.
-    ///
-    /// ```text
-    ///         var = atomic_load(ptr)            ; relaxed
-    /// header: OpLoopMerge merge cont ; branch body
-    /// body:   w = var ; (old, nw) = body(w) ; seen = cmpxchg(ptr, nw, w) ; var = seen ; branch cont
-    /// cont:   branch (seen == w) ? merge : header
-    /// ```
-    fn cas_loop_on(
-        &mut self,
-        word: Ty,
-        ptr: Word,
-        scope: u32,
-        o: Ordering,
-        mut body: impl FnMut(&mut Self, Word) -> Result<(Word, Word), TraceError>,
-    ) -> Result<Word, TraceError> {
-        let wt = self.m.ty(word);
-        let var = self.fn_var(wt);
-        let init = self.atomic_load(word, ptr, scope, MemorySemantics::empty());
-        self.store(var, init);
-        let (header, body_l, cont, merge) = (self.m.id(), self.m.id(), self.m.id(), self.m.id());
-        self.branch(header);
-        self.begin(header);
-        self.loop_merge(merge, cont);
-        self.branch(body_l);
-        self.begin(body_l);
-        let w = self.load(word, var);
-        let (old, nw) = body(self, w)?;
-        let seen = self.compare_exchange(word, ptr, scope, o, nw, w);
-        self.store(var, seen);
-        let done = self.op_t(Op::IEqual, Ty::Bool, &[seen, w]);
-        self.branch(cont);
-        self.begin(cont);
-        self.branch_cond(done, merge, header);
-        self.begin(merge);
-        Ok(old)
+    /// An atomic SPIR-V lacks reached the lowering: `lower_kernel` rewrites those into CAS loops
+    /// first (`target::legalize_atomics`), so only IR that skipped the rewrite gets here.
+    fn not_legalized(&self, inst: &Inst, t: DType) -> TraceError {
+        self.err(
+            inst,
+            format!(
+                "`{}` on {t} has no native SPIR-V form and was not rewritten into a CAS loop \
+                 (lower kernels with spirv::lower_kernel or Spirv::lower, which run the rewrite)",
+                inst.kind.mnemonic()
+            ),
+        )
     }
 
-    /// A CAS loop on the u32 word of a device array holding an 8- or 16-bit element.
-    fn word_loop(&mut self, inst: &Inst, place: &Place, rmw: Rmw, o: Ordering, s: Scope) -> Result<Word, TraceError> {
+    /// `word_shift`: the bit offset of a narrow device element within its u32 word.
+    pub(super) fn word_shift(&mut self, inst: &Inst, dst: ValueId, place: &Place) -> Result<(), TraceError> {
+        self.require_word_view(inst, place)?;
+        let (_, shift) = self.word_of(place.array, place.index);
+        self.set(dst, shift);
+        Ok(())
+    }
+
+    /// `atomic_cas_word`: `OpAtomicCompareExchange` on the u32 word holding a narrow device element.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn word_cas(
+        &mut self,
+        inst: &Inst,
+        dst: ValueId,
+        place: &Place,
+        expected: ValueId,
+        desired: ValueId,
+        ordering: Ordering,
+        scope: Scope,
+    ) -> Result<(), TraceError> {
+        self.require_word_view(inst, place)?;
+        let (ptr, _) = self.word_of(place.array, place.index);
+        let (e, n) = (self.v(expected), self.v(desired));
+        let seen = self.compare_exchange(Ty::U32, ptr, scope_of(scope), ordering, n, e);
+        self.set(dst, seen);
+        Ok(())
+    }
+
+    /// Only device arrays of narrow elements have a u32 word view (shared ones use 32-bit cells).
+    fn require_word_view(&self, inst: &Inst, place: &Place) -> Result<(), TraceError> {
         let t = self.k.array_dtype(place.array);
-        let (ptr, shift) = self.word_of(place.array, place.index);
-        let wm = self.c32(if t.bits() == 16 { 0xFFFF } else { 0xFF });
-        let mask = self.op_t(Op::ShiftLeftLogical, Ty::U32, &[wm, shift]);
-        let keep = self.op_t(Op::Not, Ty::U32, &[mask]);
-        self.cas_loop_on(Ty::U32, ptr, scope_of(s), o, |l, w| {
-            let old = l.extract(t, w, shift);
-            let new = l.rmw_compute(inst, t, rmw, old)?;
-            let bits = l.bits32(t, new);
-            let bits = l.op_t(Op::BitwiseAnd, Ty::U32, &[bits, wm]);
-            let placed = l.op_t(Op::ShiftLeftLogical, Ty::U32, &[bits, shift]);
-            let rest = l.op_t(Op::BitwiseAnd, Ty::U32, &[w, keep]);
-            let nw = l.op_t(Op::BitwiseOr, Ty::U32, &[rest, placed]);
-            Ok((old, nw))
-        })
+        match self.k.array_space(place.array) {
+            AddressSpace::Global if matches!(cell_ty(AddressSpace::Global, t), Ty::U8 | Ty::U16) => Ok(()),
+            _ => {
+                Err(self.err(inst, format!("`{}` needs a device array of 8- or 16-bit elements", inst.kind.mnemonic())))
+            }
+        }
     }
 }

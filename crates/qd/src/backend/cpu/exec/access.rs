@@ -106,6 +106,49 @@ impl<'a, 'b> BlockExec<'a, 'b> {
     }
 }
 
+impl BlockExec<'_, '_> {
+    /// The word view of a narrow array: element `i`'s word starts at element `i - i % per`, and
+    /// element `i` sits at bit `(i % per) * bits` (little-endian, as on every GPU). Returns
+    /// `(first element, elements per word, bits per element)`.
+    pub(super) fn word_of(&self, a: ArrayRef, i: usize) -> (usize, usize, u32) {
+        let bits = 8 * self.sh.prog.kernel.array_dtype(a).size_bytes() as u32;
+        let per = (32 / bits) as usize;
+        (i - i % per, per, bits)
+    }
+
+    /// Compare-and-swap of the 32-bit word holding element `i` of a narrow device or shared array:
+    /// the emulator keeps one cell per element, so the word is read from its elements, and when it
+    /// equals `expected` each element `desired` changes is swapped in with its own compare-exchange
+    /// (the word CAS of a GPU, for the one element a sub-word CAS loop changes: a concurrent change
+    /// of that element fails it, changes of the others are kept). Returns the word it saw.
+    pub(super) fn word_cas(&self, a: ArrayRef, i: usize, expected: u32, desired: u32) -> u32 {
+        let (first, per, bits) = self.word_of(a, i);
+        let len = self.array_len(a);
+        let mask = (1u64 << bits) - 1;
+        let word = |this: &Self| {
+            (0..per).filter(|k| first + k < len).fold(0u32, |w, k| {
+                w | (((this.cell(a, first + k).load(MemOrd::SeqCst) & mask) as u32) << (k as u32 * bits))
+            })
+        };
+        let seen = word(self);
+        if seen != expected {
+            return seen;
+        }
+        for k in (0..per).filter(|k| first + k < len) {
+            let field = |w: u32| u64::from(w >> (k as u32 * bits)) & mask;
+            let (old, new) = (field(expected), field(desired));
+            if old == new {
+                continue;
+            }
+            if self.cell(a, first + k).compare_exchange(old, new, MemOrd::SeqCst, MemOrd::SeqCst).is_err() {
+                return word(self);
+            }
+            self.sh.progress.fetch_add(1, MemOrd::Relaxed);
+        }
+        expected
+    }
+}
+
 /// The new value of an atomic `op` (D5 arithmetic; float min/max are minNum/maxNum).
 pub(super) fn atomic_apply(d: DType, op: AtomicOp, old: u64, y: u64) -> u64 {
     match op.binop() {

@@ -163,6 +163,22 @@ impl<'a, 'b> BlockExec<'a, 'b> {
                     self.sgs[sgi].regs[dst.0 as usize * w + l] = old;
                 }
             }
+            WordShift { dst, place } => {
+                for l in lanes(mask) {
+                    let i = self.index(kind, loc, sgi, place, l)?;
+                    let (first, _, bits) = self.word_of(place.array, i);
+                    self.sgs[sgi].regs[dst.0 as usize * w + l] = ((i - first) as u64) * u64::from(bits);
+                }
+            }
+            WordCas { dst, place, expected, desired, .. } => {
+                self.last_spin_op = Some((kind.mnemonic(), loc));
+                for l in lanes(mask) {
+                    let i = self.index(kind, loc, sgi, place, l)?;
+                    let (e, n) = (self.reg(sgi, *expected, l) as u32, self.reg(sgi, *desired, l) as u32);
+                    let seen = self.word_cas(place.array, i, e, n);
+                    self.sgs[sgi].regs[dst.0 as usize * w + l] = u64::from(seen);
+                }
+            }
             Shuffle { .. } | Broadcast { .. } | Ballot { .. } | Vote { .. } | SubgroupBarrier => {
                 let expected = full(w);
                 if mask != expected || self.sgs[sgi].launched != expected {

@@ -1,14 +1,13 @@
-//! Read-modify-writes and compare-and-swap (D6, D7): native `atom`/`red` through the printer,
-//! word-sized loops for 8- and 16-bit elements, and plain read-modify-writes on per-thread memory.
-//! Element-wide CAS loops are not written here: `target::legalize_atomics` rewrites them into the
-//! IR before lowering.
+//! Read-modify-writes and compare-and-swap (D6, D7): native `atom`/`red` through the printer, the
+//! word view the sub-word CAS loops use (`word_shift`, `atomic_cas_word`), and plain
+//! read-modify-writes on per-thread memory. CAS loops are not written here:
+//! `target::legalize_atomics` rewrites them into the IR before lowering.
 
 use super::{bits, class, Class, Lower};
 use crate::backend::ptx::errors::PtxError;
-use crate::backend::ptx::modifier::{AtomicModifier, AtomicOrder};
+use crate::backend::ptx::modifier::AtomicModifier;
 use crate::ir::*;
 use crate::trace::TraceError;
-use std::fmt::Write;
 
 impl Lower<'_> {
     /// 128-bit atomics would need `.b128` registers, which this lowering does not allocate.
@@ -51,9 +50,7 @@ impl Lower<'_> {
                 let (d, v) = (dst.map(|d| self.r(d)), self.r(value));
                 self.print(inst, |p| p.atomic_rmw(&m, d.as_deref(), &format!("[{addr}]"), &[&v]))
             }
-            Ok(_) | Err(PtxError::NeedsCasLoop { .. }) if self.needs_word_loop(t, ordering, scope, space) => {
-                self.subword_loop(inst, dst, place, t, &rmw, ordering, scope)
-            }
+            Err(PtxError::NeedsCasLoop { .. }) => Err(self.not_legalized(inst, t)),
             Ok(m) => {
                 let (addr, _) = self.address(place);
                 let (d, v) = (dst.map(|d| self.r(d)), self.r(value));
@@ -63,10 +60,47 @@ impl Lower<'_> {
         }
     }
 
-    /// An element below 32 bits that this target cannot compare-and-swap at its own width.
-    fn needs_word_loop(&self, t: DType, ordering: Ordering, scope: Scope, space: AddressSpace) -> bool {
-        t.bits() < 32
-            && !AtomicModifier::cas_from_ir(t, ordering, scope, space).is_ok_and(|m| self.p.atom_supported(&m))
+    /// An atomic `atom` lacks reached the lowering: `Ptx::lower` (and `lower_kernel`) rewrite
+    /// those into CAS loops first, so only IR that skipped the rewrite gets here.
+    fn not_legalized(&self, inst: &Inst, t: DType) -> TraceError {
+        self.err(
+            inst,
+            format!(
+                "`{}` on {t} has no native PTX form here and was not rewritten into a CAS loop \
+                 (lower kernels with ptx::lower_kernel or Ptx::lower, which run target::legalize_atomics)",
+                inst.kind.mnemonic()
+            ),
+        )
+    }
+
+    /// `word_shift`: the bit offset of the element within its aligned 32-bit word, from its address.
+    pub(super) fn word_shift(&mut self, dst: ValueId, place: &Place) {
+        let (addr, _) = self.address(place);
+        let d = self.r(dst);
+        self.line(format!("cvt.u32.u64 {d}, {addr};"));
+        self.line(format!("and.b32 {d}, {d}, 3;"));
+        self.line(format!("shl.b32 {d}, {d}, 3;"));
+    }
+
+    /// `atomic_cas_word`: `atom.cas.b32` on the aligned word holding the element.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn word_cas(
+        &mut self,
+        inst: &Inst,
+        dst: ValueId,
+        place: &Place,
+        expected: ValueId,
+        desired: ValueId,
+        ordering: Ordering,
+        scope: Scope,
+    ) -> Result<(), TraceError> {
+        let space = self.k.array_space(place.array);
+        let m = AtomicModifier::cas_from_ir(DType::U32, ordering, scope, space).map_err(|e| self.ptx_err(inst, e))?;
+        let (addr, _) = self.address(place);
+        let word = self.fresh(Class::B64);
+        self.line(format!("and.b64 {word}, {addr}, 0xFFFFFFFFFFFFFFFC;"));
+        let (d, e, n) = (self.r(dst), self.r(expected), self.r(desired));
+        self.print(inst, |p| p.atomic_rmw(&m, Some(&d), &format!("[{word}]"), &[&e, &n]))
     }
 
     /// Compare and swap: one `atom.cas` (`cas_from_ir`; seq_cst as `fence.sc` + `.acquire`), or a
@@ -96,8 +130,7 @@ impl Lower<'_> {
                 let (d, e, n) = (self.r(dst), self.r(expected), self.r(desired));
                 self.print(inst, |p| p.atomic_rmw(&m, Some(&d), &format!("[{addr}]"), &[&e, &n]))
             }
-            _ if t.bits() < 32 => self.subword_loop(inst, Some(dst), place, t, &rmw, ordering, scope),
-            Ok(_) => unreachable!("handled above"),
+            Ok(_) => Err(self.not_legalized(inst, t)),
             Err(e) => Err(self.ptx_err(inst, e)),
         }
     }
@@ -121,80 +154,6 @@ impl Lower<'_> {
         self.ld_plain(false, space, t, &old, &addr);
         self.rmw_compute(inst, rmw, t, &new, &old)?;
         self.st_plain(false, space, t, &addr, &new);
-        Ok(())
-    }
-
-    /// D6's seq_cst read-modify-write is `fence.sc` and then an acquire `atom`; in a CAS loop the
-    /// fence is printed once, before the loop, and each `atom.cas` acquires.
-    fn seq_cst_fence_first(&mut self, inst: &Inst, m: AtomicModifier) -> Result<AtomicModifier, TraceError> {
-        if m.order != Some(AtomicOrder::SeqCst) {
-            return Ok(m);
-        }
-        let scope = m.scope;
-        self.print(inst, |p| p.fence(AtomicOrder::SeqCst, scope))?;
-        Ok(AtomicModifier { order: Some(AtomicOrder::Acquire), ..m })
-    }
-
-    /// An 8- or 16-bit read-modify-write with no CAS that narrow: `atom.cas.b32` on the aligned
-    /// word holding the element, the element shifted out of and back into it.
-    #[allow(clippy::too_many_arguments)]
-    fn subword_loop(
-        &mut self,
-        inst: &Inst,
-        dst: Option<ValueId>,
-        place: &Place,
-        t: DType,
-        rmw: &Rmw,
-        ordering: Ordering,
-        scope: Scope,
-    ) -> Result<(), TraceError> {
-        let space = self.k.array_space(place.array);
-        let m = AtomicModifier::cas_from_ir(DType::U32, ordering, scope, space).map_err(|e| self.ptx_err(inst, e))?;
-        let (addr, space) = self.address(place);
-        let m = self.seq_cst_fence_first(inst, m)?;
-        let width_mask = if t.bits() == 8 { "0xFF" } else { "0xFFFF" };
-        let (word, sh, mask) = (self.fresh(Class::B64), self.fresh(Class::B32), self.fresh(Class::B32));
-        self.line(format!("and.b64 {word}, {addr}, 0xFFFFFFFFFFFFFFFC;"));
-        self.line(format!("cvt.u32.u64 {sh}, {addr};"));
-        self.line(format!("and.b32 {sh}, {sh}, 3;"));
-        self.line(format!("shl.b32 {sh}, {sh}, 3;"));
-        self.line(format!("shl.b32 {mask}, {width_mask}, {sh};"));
-        self.line(format!("not.b32 {mask}, {mask};"));
-        let c = class(t);
-        let old = match dst {
-            Some(d) => self.r(d),
-            None => self.fresh(c),
-        };
-        let new = self.fresh(c);
-        let (w, tmp, nw, seen) =
-            (self.fresh(Class::B32), self.fresh(Class::B32), self.fresh(Class::B32), self.fresh(Class::B32));
-        let word_addr = format!("[{word}]");
-        self.line(format!("ld.{}.b32 {w}, {word_addr};", space.name()));
-        let head = self.label("cas");
-        let _ = writeln!(self.body, "{head}:");
-        self.line(format!("shr.b32 {tmp}, {w}, {sh};"));
-        if t == DType::Bool {
-            self.line(format!("and.b32 {tmp}, {tmp}, 0xFF;"));
-            self.line(format!("setp.ne.u32 {old}, {tmp}, 0;"));
-        } else {
-            self.line(format!("cvt.u16.u32 {old}, {tmp};"));
-            self.wrap_narrow(t, &old);
-        }
-        self.rmw_compute(inst, rmw, t, &new, &old)?;
-        if t == DType::Bool {
-            self.line(format!("selp.u32 {nw}, 1, 0, {new};"));
-        } else {
-            self.line(format!("cvt.u32.u16 {nw}, {new};"));
-            self.line(format!("and.b32 {nw}, {nw}, {width_mask};"));
-        }
-        self.line(format!("shl.b32 {nw}, {nw}, {sh};"));
-        self.line(format!("and.b32 {tmp}, {w}, {mask};"));
-        self.line(format!("or.b32 {nw}, {nw}, {tmp};"));
-        self.print(inst, |p| p.atom(&m, &seen, &word_addr, &[&w, &nw]))?;
-        let p = self.fresh(Class::Pred);
-        self.line(format!("setp.ne.b32 {p}, {seen}, {w};"));
-        self.line(format!("mov.b32 {w}, {seen};"));
-        self.line(format!("@{p} bra {head};"));
         Ok(())
     }
 

@@ -461,6 +461,10 @@ impl Lower<'_> {
             Cas { dst, place, expected, desired, ordering, scope } => {
                 self.cas(inst, *dst, place, *expected, *desired, *ordering, *scope)?
             }
+            WordShift { dst, place } => self.word_shift(*dst, place),
+            WordCas { dst, place, expected, desired, ordering, scope } => {
+                self.word_cas(inst, *dst, place, *expected, *desired, *ordering, *scope)?
+            }
             Shuffle { dst, valid, kind, value, lane } => {
                 let mode = match kind {
                     ShuffleKind::Idx => ShflMode::Idx,
