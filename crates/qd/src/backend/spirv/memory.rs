@@ -23,9 +23,10 @@
 //! * Atomics are native where SPIR-V has the operation for the element (integer
 //!   add/min/max/and/or/xor/exchange on 32/64-bit elements, and/or/xor/exchange on narrow elements
 //!   held in 32-bit cells, f32 add with `float32_atomic_add`, exchange on floats through their
-//!   bits). Narrow device elements (and f16/bf16 there) are a compare-exchange loop on the u32
-//!   word holding the element; everything else (mul, float min/max, f64 add) arrives as the IR's
-//!   CAS loop (`target::legalize_atomics`, run by `lower_kernel`).
+//!   bits). Everything else (mul, float min/max, f64 add; narrow device elements, whose ordered
+//!   stores too) arrives as the IR's CAS loop (`target::legalize_atomics`, run by `lower_kernel`);
+//!   for narrow device elements this file provides the word view the loop uses (`word_shift`,
+//!   `word_cas` on the array's u32 view).
 //! * Per-thread arrays are private: an atomic is a load, the operation and a store.
 
 use super::lower::{cell_ty, Lower, View, SCOPE_DEVICE, SCOPE_SUBGROUP, SCOPE_WORKGROUP};

@@ -10,7 +10,7 @@
 //! * [`lower`]: whole kernels ([`lower_kernel`]): the ABI ([`ParamAbi`]), structured control flow,
 //!   locals, special registers, subgroup operations, barriers and fences.
 //! * `arith`: D5 arithmetic, casts, f16/bf16 conversions.
-//! * `memory`: loads, stores and atomics (D6), with word CAS loops for narrow device elements.
+//! * `memory`: loads, stores and atomics (D6), and the u32 word view of narrow device arrays.
 //! * `subgroup`: shuffles and broadcasts.
 //!
 //! The runtime (`crate::runtime`) calls [`lower_kernel`] on a kernel traced for
