@@ -1,6 +1,7 @@
 //! `qd emit`: target names (D10) and writing every built-in kernel for a target.
 
 use crate::builtin;
+use qd::backend::metal::Metal;
 use qd::backend::ptx::Ptx;
 use qd::backend::spirv::{Spirv, SpirvCaps};
 use qd::backend::Backend;
@@ -49,7 +50,7 @@ impl EmitTarget {
 
     /// Whether this build can emit the target.
     pub fn is_available(&self) -> bool {
-        matches!(self, EmitTarget::Ir | EmitTarget::Ptx { .. } | EmitTarget::Spirv { .. })
+        matches!(self, EmitTarget::Ir | EmitTarget::Ptx { .. } | EmitTarget::Spirv { .. } | EmitTarget::Msl)
     }
 }
 
@@ -163,7 +164,7 @@ pub fn emit_all(target: &EmitTarget, dir: &Path, log: &mut dyn Write) -> io::Res
 
 /// The file `qd emit` writes for `kernel` and `target`, or why the target cannot express it. The IR
 /// dump is traced for the default device, the 32-lane CPU emulator; PTX for CUDA; SPIR-V for a
-/// Vulkan device with that subgroup width and lavapipe's features.
+/// Vulkan device with that subgroup width and lavapipe's features; MSL for [`Target::metal`].
 ///
 /// The target must be available ([`EmitTarget::is_available`]).
 pub fn emit_kernel(kernel: &Kernel, target: &EmitTarget) -> Result<Vec<u8>, String> {
@@ -173,7 +174,8 @@ pub fn emit_kernel(kernel: &Kernel, target: &EmitTarget) -> Result<Vec<u8>, Stri
         EmitTarget::Ir => {
             Device::cpu().trace(kernel).map(|ir| qd::ir::print_kernel(&ir).into_bytes()).map_err(|e| e.to_string())
         }
-        EmitTarget::Msl | EmitTarget::Amdgpu { .. } => Err(format!("{target} is not available in this build")),
+        EmitTarget::Msl => msl_of(kernel).map(String::into_bytes),
+        EmitTarget::Amdgpu { .. } => Err(format!("{target} is not available in this build")),
     }
 }
 
@@ -184,6 +186,13 @@ fn spirv_of(kernel: &Kernel, subgroup_size: u32) -> Result<Vec<u8>, String> {
     let ir = kernel.trace(&target).map_err(|e| e.to_string())?;
     let module = Spirv::lower(&ir, &target).map_err(|e| e.to_string())?;
     Ok(module.words.iter().flat_map(|w| w.to_le_bytes()).collect())
+}
+
+/// MSL source of `kernel` for an Apple GPU ([`Target::metal`]: MSL up to 3.2).
+fn msl_of(kernel: &Kernel) -> Result<String, String> {
+    let target = Target::metal();
+    let ir = kernel.trace(&target).map_err(|e| e.to_string())?;
+    Metal::lower(&ir, &target).map(|m| m.source).map_err(|e| e.to_string())
 }
 
 /// PTX text of `kernel` for `arch` (`sm_90`, `sm_90a`, `sm_80`, ...), traced for the CUDA target.
@@ -215,11 +224,11 @@ mod tests {
     }
 
     #[test]
-    fn ir_ptx_and_spirv_are_available() {
+    fn ir_ptx_spirv_and_msl_are_available() {
         assert!(EmitTarget::Ir.is_available());
         assert!(EmitTarget::Ptx { arch: "sm_80".into() }.is_available());
         assert!(EmitTarget::Spirv { subgroup_size: 8 }.is_available());
-        assert!(!EmitTarget::Msl.is_available());
+        assert!(EmitTarget::Msl.is_available());
         assert_eq!(EmitTarget::Spirv { subgroup_size: 8 }.to_string(), "spirv:sg8");
     }
 }

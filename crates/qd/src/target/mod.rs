@@ -52,6 +52,8 @@ pub(crate) enum BackendKind {
     Cuda,
     /// Vulkan through SPIR-V.
     Vulkan,
+    /// Apple GPUs through MSL.
+    Metal,
 }
 
 impl BackendKind {
@@ -61,6 +63,7 @@ impl BackendKind {
             BackendKind::Cpu => "cpu",
             BackendKind::Cuda => "cuda",
             BackendKind::Vulkan => "vulkan",
+            BackendKind::Metal => "metal",
         }
     }
 }
@@ -76,8 +79,8 @@ pub(crate) enum Profile {
     Vulkan(SpirvCaps),
     /// An AMD GPU of this architecture (wave64).
     Amdgpu(AmdgpuArch),
-    /// An Apple GPU through Metal (MSL 3.0, 32-wide SIMD groups).
-    Metal,
+    /// An Apple GPU through Metal (32-wide SIMD groups) whose OS compiles MSL up to this version.
+    Metal(metal::MslVersion),
 }
 
 impl Profile {
@@ -87,7 +90,8 @@ impl Profile {
             Profile::Cuda(t) => format!("cuda:{t}"),
             Profile::Vulkan(_) => format!("vulkan:sg{}", limits.subgroup_size),
             Profile::Amdgpu(arch) => format!("amdgpu:{arch}"),
-            Profile::Metal => "metal".into(),
+            Profile::Metal(v) if *v == metal::MslVersion::LATEST => "metal".into(),
+            Profile::Metal(v) => format!("metal:msl{v}"),
         }
     }
 
@@ -97,7 +101,7 @@ impl Profile {
             Profile::Cuda(t) => ptx::caps::support(*t, f),
             Profile::Vulkan(caps) => spirv::caps::support(caps, f),
             Profile::Amdgpu(arch) => amdgpu::caps::support(*arch, f),
-            Profile::Metal => metal::caps::support(f),
+            Profile::Metal(v) => metal::caps::support(*v, f),
         }
     }
 }
@@ -145,10 +149,17 @@ impl Target {
         Target::new(BackendKind::Cpu, Profile::Amdgpu(arch), amdgpu::caps::limits(arch))
     }
 
-    /// The features and limits of an Apple GPU through Metal (32-wide SIMD groups, 32 KiB of
-    /// threadgroup memory). Its code generator is not in this build: wear it on the emulator.
+    /// An Apple GPU (family 7 or newer) through Metal, on an OS that compiles MSL 3.2 (macOS 15):
+    /// 32-wide SIMD groups, 32 KiB of threadgroup memory. Its code generator is
+    /// [`backend::metal`](crate::backend::metal); the emulator can wear it ([`Target::wearing`]).
     pub fn metal() -> Target {
-        Target::new(BackendKind::Cpu, Profile::Metal, metal::caps::limits())
+        Target::metal_msl(metal::MslVersion::LATEST)
+    }
+
+    /// [`Target::metal`] on an OS whose Metal compiles MSL only up to `version`: what needs a later
+    /// version (bf16 values: 3.1; fences, ordered atomics, `volatile_load`: 3.2) is refused.
+    pub fn metal_msl(version: metal::MslVersion) -> Target {
+        Target::new(BackendKind::Metal, Profile::Metal(version), metal::caps::limits())
     }
 
     fn new(backend: BackendKind, profile: Profile, limits: Limits) -> Target {
@@ -265,7 +276,7 @@ impl Target {
         }
     }
 
-    /// The target whose features `name` names: `amdgpu` (gfx942), `amdgpu:gfxN`, `metal`,
+    /// The target whose features `name` names: `amdgpu` (gfx942), `amdgpu:gfxN`, `metal`, `metal:mslX.Y`,
     /// `cuda:sm_N`, `cpu:sgN` (what [`Target::features_name`] prints, for the profiles that need
     /// no device to describe).
     pub fn from_features_name(name: &str) -> Result<Target, String> {
@@ -274,6 +285,7 @@ impl Target {
             ("amdgpu", "") => Ok(Target::amdgpu(AmdgpuArch::Gfx942)),
             ("amdgpu", arch) => Ok(Target::amdgpu(arch.parse()?)),
             ("metal", "") => Ok(Target::metal()),
+            ("metal", msl) => Ok(Target::metal_msl(msl.parse()?)),
             ("cuda", sm) => Ok(Target::ptx(ptx::PtxTarget::parse(sm).map_err(|e| e.to_string())?)),
             ("cpu", sg) => match sg.strip_prefix("sg").and_then(|n| n.parse().ok()) {
                 Some(n) => Ok(Target::cpu(n)),
@@ -297,6 +309,14 @@ impl Target {
             Profile::Vulkan(caps) => {
                 Some(spirv::SpirvTarget { subgroup_size: self.limits.subgroup_size, caps: caps.clone() })
             }
+            _ => None,
+        }
+    }
+
+    /// The highest MSL version a Metal target compiles (`None` for the others).
+    pub(crate) fn msl_version(&self) -> Option<metal::MslVersion> {
+        match &self.profile {
+            Profile::Metal(v) => Some(*v),
             _ => None,
         }
     }

@@ -1,7 +1,55 @@
-//! What a Metal device offers (MSL 3.0 on Apple family 7 and newer; seeds 000-003).
+//! What a Metal device offers (Apple family 7 and newer; seeds 000-003), and which MSL version
+//! each construct needs.
+
+use std::fmt;
+use std::str::FromStr;
 
 use crate::ir::{AtomicOp, DType};
-use crate::target::{Feature, Limits, Polyfill, Support};
+use crate::target::{Feature, Limits, MemSpace, Polyfill, Support};
+
+/// An MSL language version. Each printed kernel states the lowest one it needs, which the runtime
+/// passes to Metal's compiler as `MTLLanguageVersion`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum MslVersion {
+    /// MSL 3.0 (macOS 13): `atomic<float>` on device memory, 64-bit integers, SIMD-group functions.
+    V3_0,
+    /// MSL 3.1 (macOS 14): the `bfloat` type.
+    V3_1,
+    /// MSL 3.2 (macOS 15): `coherent(device)` buffers and `atomic_thread_fence` with a scope.
+    V3_2,
+}
+
+impl MslVersion {
+    /// The newest version the printer knows (what [`Target::metal`](crate::target::Target::metal) assumes).
+    pub const LATEST: MslVersion = MslVersion::V3_2;
+
+    /// `3.0`, `3.1`, `3.2`.
+    pub fn name(self) -> &'static str {
+        match self {
+            MslVersion::V3_0 => "3.0",
+            MslVersion::V3_1 => "3.1",
+            MslVersion::V3_2 => "3.2",
+        }
+    }
+}
+
+impl fmt::Display for MslVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for MslVersion {
+    type Err = String;
+    /// `msl3.0`, `3.1`, ...
+    fn from_str(s: &str) -> Result<MslVersion, String> {
+        let v = s.strip_prefix("msl").unwrap_or(s);
+        [MslVersion::V3_0, MslVersion::V3_1, MslVersion::V3_2]
+            .into_iter()
+            .find(|m| m.name() == v)
+            .ok_or_else(|| format!("unknown MSL version `{s}` (known: msl3.0, msl3.1, msl3.2)"))
+    }
+}
 
 /// 32-wide SIMD groups (every shipping Mac GPU, seed 002) and 32 KiB of threadgroup memory; the
 /// Metal specification promises no progress to an earlier threadgroup while a later one spins.
@@ -16,13 +64,17 @@ pub(crate) fn limits() -> Limits {
     }
 }
 
-const NO_ATOMIC64: &str =
-    "Metal has no 64-bit atomics (only atomic_fetch_min/max on ulong, on Apple family 9; seed 003)";
+/// Why 64-bit atomics are refused. Apple family 9 (M3/A17) has `atomic_fetch_min/max_explicit` on
+/// `ulong` only; qd targets family 7 and newer with one answer per target, so it refuses those too
+/// rather than make a kernel compile on some Macs and not others (decision recorded in docs/metal.md).
+const NO_ATOMIC64: &str = "Metal has no 64-bit atomics (only atomic_fetch_min/max on ulong, on Apple family 9; \
+     qd targets Apple family 7 and refuses those too; seed 003)";
 
-/// How Metal provides `f`: no NVIDIA families, no f64, no 64-bit atomics; the library composes
-/// `sync_*_nonzero` and full votes; 32-bit integer and f32-add atomics are native (MSL 3.0
-/// `atomic<float>`), other atomics CAS loops.
-pub(crate) fn support(f: Feature) -> Support {
+/// How Metal (compiling MSL up to `msl`) provides `f`: no NVIDIA families, no f64, no 64-bit
+/// atomics; the library composes `sync_*_nonzero` and full votes; 32-bit integer atomics and the
+/// f32 add on device memory are native (MSL 3.0 `atomic<float>`, which threadgroup memory lacks),
+/// other atomics CAS loops; bf16 needs MSL 3.1 and ordered accesses MSL 3.2.
+pub(crate) fn support(msl: MslVersion, f: Feature) -> Support {
     match f {
         Feature::Nv(_) => Support::unsupported("an NVIDIA-only operation (seed 004)"),
         Feature::VoteShortcut => Support::polyfill(Polyfill::Library("a shuffle-xor butterfly over the tile")),
@@ -38,6 +90,9 @@ pub(crate) fn support(f: Feature) -> Support {
         Feature::Values(d) if d.is_packed() || d == DType::B128 => {
             Support::unsupported(format!("{d} values are not supported on metal"))
         }
+        Feature::Values(DType::BF16) | Feature::Storage(DType::BF16, _) if msl < MslVersion::V3_1 => {
+            Support::unsupported(format!("bf16 needs MSL 3.1 (`bfloat`); this target compiles MSL {msl}"))
+        }
         Feature::Values(DType::BF16) => Support::polyfill(Polyfill::Lowering("computed in f32 with exact conversions")),
         Feature::Values(_) | Feature::Storage(..) => Support::Native,
         Feature::OrderedAccess(t, _) | Feature::AtomicCas(t, _) | Feature::AtomicRmw(_, t, _) if t.bits() == 64 => {
@@ -46,17 +101,24 @@ pub(crate) fn support(f: Feature) -> Support {
         Feature::AtomicCas(DType::B128, _) | Feature::AtomicRmw(_, DType::B128, _) => {
             Support::unsupported("128-bit atomics are not supported on metal")
         }
+        Feature::OrderedAccess(..) if msl < MslVersion::V3_2 => Support::unsupported(format!(
+            "ordered loads and stores need MSL 3.2 (coherent(device) buffers and scoped atomic_thread_fence); \
+             this target compiles MSL {msl}"
+        )),
         Feature::OrderedAccess(t, _) if t.bits() < 32 => Support::polyfill(Polyfill::SubwordCasLoop),
         Feature::OrderedAccess(..) => Support::Native,
         Feature::AtomicCas(t, _) | Feature::AtomicRmw(_, t, _) if t.bits() < 32 => {
             Support::polyfill(Polyfill::SubwordCasLoop)
         }
         Feature::AtomicCas(..) => Support::Native,
-        Feature::AtomicRmw(op, t, _) => {
+        Feature::AtomicRmw(op, t, space) => {
             let native = match op {
                 AtomicOp::Mul => false,
                 _ if t.is_int() => true,
-                AtomicOp::Exchange | AtomicOp::Add => t == DType::F32,
+                // The exchange moves bits, so the f32 one is the u32 exchange on the same word.
+                AtomicOp::Exchange => t == DType::F32,
+                // `atomic<float>` exists in device memory only (MSL 3.0, section 6.15).
+                AtomicOp::Add => t == DType::F32 && space == MemSpace::Device,
                 _ => false,
             };
             if native {
