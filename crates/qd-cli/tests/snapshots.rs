@@ -1,8 +1,8 @@
-//! The safety net under every code generator: the IR, PTX (sm_80, sm_90) and SPIR-V (8- and 32-lane
-//! subgroups) of every built-in kernel (`qd_cli::builtin::kernels`: the corpus, the tour, the
+//! The safety net under every code generator: the IR, PTX (sm_80, sm_90), SPIR-V (8- and 32-lane
+//! subgroups) and MSL of every built-in kernel (`qd_cli::builtin::kernels`: the corpus, the tour, the
 //! conformance suite and the benchmarks), pinned as insta snapshots, one folder per target under
 //! `tests/out/<target>/<kernel>.snap`, and each module checked by the vendor's validator
-//! (ptxas, spirv-val) through `qd-testkit`. The kernels that need 64-lane subgroups are pinned
+//! (ptxas, spirv-val; for MSL, clang against our `metal_stdlib` header) through `qd-testkit`. The kernels that need 64-lane subgroups are pinned
 //! once more as SPIR-V for 64 lanes (`tests/out/spirv_sg64/`).
 //!
 //! A kernel a target cannot express is pinned too: its snapshot holds the error (with source
@@ -16,7 +16,7 @@
 use qd::prelude::Kernel;
 use qd_cli::builtin;
 use qd_cli::emit::{emit_kernel, EmitTarget};
-use qd_testkit::{par_map, Ptxas, SpirvVal};
+use qd_testkit::{par_map, MslCheck, Ptxas, SpirvVal};
 use rspirv::binary::Disassemble;
 use std::collections::BTreeSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -157,6 +157,20 @@ fn spirv_val() -> impl Fn(&str, &[u8]) -> Result<(), String> + Sync {
         Some(v) => v.validate_bytes(name, bytes, "vulkan1.1"),
         None => Ok(()),
     }
+}
+
+/// clang's C++17 parse against our MSL header (`MslCheck`): see docs/metal.md for what it proves.
+fn msl_check() -> impl Fn(&str, &[u8]) -> Result<(), String> + Sync {
+    let check = MslCheck::find();
+    move |name, text| match &check {
+        Some(c) => c.check_source(name, std::str::from_utf8(text).map_err(|e| e.to_string())?),
+        None => Ok(()),
+    }
+}
+
+#[test]
+fn msl() {
+    check_target("msl", msl_check());
 }
 
 #[test]
