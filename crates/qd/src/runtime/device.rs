@@ -225,6 +225,15 @@ impl Device {
         Ok(Device::new(name, runtime))
     }
 
+    /// The Metal device (`metal:0`, the system default): macOS with the `metal` cargo feature only.
+    /// Elsewhere [`Error::Unavailable`] (Metal runs on macOS only); on macOS without the feature
+    /// [`Error::BackendNotBuilt`]. Not yet run on Apple hardware by this project.
+    pub fn metal(ordinal: u32) -> Result<Device> {
+        let name = format!("metal:{ordinal}");
+        let runtime = super::metal::open(ordinal, &name)?;
+        Ok(Device::new(name, runtime))
+    }
+
     /// A device by its command-line name (D10): `cpu`, `cpu:sgN`, `cuda[:N]`, `vulkan[:N]`, or the
     /// emulator wearing another target's features, `cpu[:sgN]@<target>` with `<target>` one of
     /// `amdgpu[:gfxN]`, `metal`, `cuda:sm_N` (see [`Device::cpu_wearing`]), in strict mode: an
@@ -269,8 +278,13 @@ impl Device {
                     .map_err(|_| unavailable("expected vulkan or vulkan:N with N a device index (see `qd info`)"))?;
                 Device::vulkan(ordinal).map_err(|e| rename_unavailable(e, name))
             }
-            "amdgpu" | "metal" => Err(unavailable("this build has no runtime for it")),
-            _ => Err(unavailable("unknown backend; expected cpu, cpu:sgN, cuda[:N], vulkan[:N], amdgpu")),
+            "metal" => Device::metal(0).map_err(|e| rename_unavailable(e, name)),
+            n if n.starts_with("metal:") => {
+                let ordinal: u32 = n["metal:".len()..].parse().map_err(|_| unavailable("expected metal or metal:0"))?;
+                Device::metal(ordinal).map_err(|e| rename_unavailable(e, name))
+            }
+            "amdgpu" => Err(unavailable("this build has no runtime for it")),
+            _ => Err(unavailable("unknown backend; expected cpu, cpu:sgN, cuda[:N], vulkan[:N], metal[:0], amdgpu")),
         }
     }
 

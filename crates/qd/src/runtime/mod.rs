@@ -15,7 +15,9 @@
 //!   and a cubin cache on disk shared between processes (`disk_cache.rs`);
 //! * Vulkan (`vulkan`, `vulkan:N`, `vulkan/`, cargo feature `vulkan`): arrays are host-visible
 //!   storage buffers, kernels are SPIR-V from the SPIR-V lowering, compute pipelines cached in
-//!   memory per device.
+//!   memory per device;
+//! * Metal (`metal`, `metal:0`, `metal/`, cargo feature `metal`, macOS only): arrays are shared
+//!   buffers, kernels are MSL from the MSL printer compiled by Metal; not yet run on Apple hardware.
 //!
 //! A build without a GPU runtime's feature has no driver bindings for it (no `cudarc`, no `ash`):
 //! its devices are [`Error::BackendNotBuilt`] and [`available_devices`] leaves them out. The code
@@ -34,6 +36,7 @@ mod disk_cache;
 mod errors;
 mod info;
 mod launch;
+mod metal;
 mod vulkan;
 
 pub use array::{Arg, ArrayHandle, DeviceArray};
@@ -51,7 +54,8 @@ pub type Grid = u32;
 /// Every device name [`Device::from_name`] accepts on this machine: `cpu`, the other `cpu:sgN`,
 /// then `cuda:N` for each GPU the CUDA driver reports (none without a driver, or in a build without
 /// the `cuda` feature), then `vulkan:N` for each device the Vulkan loader enumerates, in its order
-/// (none without a loader or driver, or in a build without the `vulkan` feature).
+/// (none without a loader or driver, or in a build without the `vulkan` feature), then `metal:0`
+/// on a Mac with the `metal` feature.
 ///
 /// A listed Vulkan device may still be unusable (too old, missing subgroup operations):
 /// [`Device::from_name`] says why.
@@ -60,5 +64,6 @@ pub fn available_devices() -> Vec<String> {
     names.extend(cpu::SUBGROUP_SIZES.iter().filter(|&&sg| sg != 32).map(|sg| format!("cpu:sg{sg}")));
     names.extend((0..cuda::device_count()).map(|i| format!("cuda:{i}")));
     names.extend((0..vulkan::device_count()).map(|i| format!("vulkan:{i}")));
+    names.extend((0..metal::device_count()).map(|i| format!("metal:{i}")));
     names
 }

@@ -23,6 +23,15 @@ fn atomic_view(d: DType, float_native: bool) -> Option<(&'static str, bool)> {
     }
 }
 
+/// A value read from memory as its register type (bool from its byte).
+fn loaded(d: DType, e: String) -> String {
+    if d == DType::Bool {
+        format!("{e} != 0")
+    } else {
+        e
+    }
+}
+
 fn releases(o: Ordering) -> bool {
     matches!(o, Ordering::Release | Ordering::AcqRel | Ordering::SeqCst)
 }
@@ -48,17 +57,8 @@ impl Printer<'_> {
         format!("(volatile {} {t}*)&{}", self.space(place.array), self.elem(place))
     }
 
-    /// A value read from memory as its register type (bool from its byte).
-    fn from_mem(&self, d: DType, e: String) -> String {
-        if d == DType::Bool {
-            format!("{e} != 0")
-        } else {
-            e
-        }
-    }
-
-    /// A register value as memory holds it.
-    fn to_mem(&self, d: DType, v: ValueId) -> String {
+    /// A register value as memory holds it (bool as its byte).
+    fn stored(&self, d: DType, v: ValueId) -> String {
         if d == DType::Bool {
             format!("uchar({})", self.v(v))
         } else {
@@ -73,7 +73,7 @@ impl Printer<'_> {
             self.fence(scope);
         }
         match kind {
-            LoadKind::Plain => self.def(dst, self.from_mem(d, self.elem(place))),
+            LoadKind::Plain => self.def(dst, loaded(d, self.elem(place))),
             LoadKind::Volatile | LoadKind::Ordered(..) => {
                 let e = match atomic_view(d, false).filter(|_| atomic) {
                     Some((view, bits)) => {
@@ -86,7 +86,7 @@ impl Printer<'_> {
                     }
                     None => format!("*{}", self.volatile_ptr(place)),
                 };
-                self.def(dst, self.from_mem(d, e));
+                self.def(dst, loaded(d, e));
                 if let LoadKind::Ordered(o, scope) = kind {
                     if acquires(o) {
                         self.fence(scope);
@@ -98,7 +98,7 @@ impl Printer<'_> {
 
     pub(super) fn store(&mut self, place: &Place, value: ValueId, kind: StoreKind) {
         let d = self.k.array_dtype(place.array);
-        let v = self.to_mem(d, value);
+        let v = self.stored(d, value);
         let atomic = !matches!(place.array, ArrayRef::Local(_));
         match kind {
             StoreKind::Plain => self.line(format!("{} = {v};", self.elem(place))),
@@ -199,8 +199,8 @@ impl Printer<'_> {
         if matches!(place.array, ArrayRef::Local(_)) {
             return Err(self.refuse(inst, "atomics on per-thread arrays have no MSL form"));
         }
-        let (view, bits) =
-            atomic_view(d, false).ok_or_else(|| self.refuse(inst, format!("atomic_cas on {d} is not native on metal")))?;
+        let (view, bits) = atomic_view(d, false)
+            .ok_or_else(|| self.refuse(inst, format!("atomic_cas on {d} is not native on metal")))?;
         let (e, n) = if bits {
             (format!("as_type<uint>({})", self.v(expected)), format!("as_type<uint>({})", self.v(desired)))
         } else {

@@ -66,8 +66,7 @@ pub(super) fn print_kernel(k: &Kernel, max: MslVersion, caller: SrcLoc) -> Resul
         });
     }
     let consts = collect_consts(&k.body);
-    let mut p =
-        Printer { k, out: String::new(), depth: 0, needs, consts, uniformity: uniformity::analyze(k).values };
+    let mut p = Printer { k, out: String::new(), depth: 0, needs, consts, uniformity: uniformity::analyze(k).values };
     let entry = format!("qd_{}", ident(&k.name));
     p.header(version, &entry, &params);
     p.depth = 1;
@@ -167,7 +166,12 @@ impl Printer<'_> {
 
     fn header(&mut self, version: MslVersion, entry: &str, params: &[BufferAbi]) {
         let k = self.k;
-        let _ = writeln!(self.out, "// qd kernel `{}`: MSL {version} (compile with MTLLanguageVersion{}).", k.name, version.name().replace('.', "_"));
+        let _ = writeln!(
+            self.out,
+            "// qd kernel `{}`: MSL {version} (compile with MTLLanguageVersion{}).",
+            k.name,
+            version.name().replace('.', "_")
+        );
         self.out.push_str(
             "// ABI: buffer(0) = parameter block (one ulong per parameter: array length or scalar bits);\n\
              // buffer(1 + j) = array parameter j; threadgroups of block_dim threads; fast math off.\n",
@@ -255,9 +259,7 @@ impl Printer<'_> {
             }
             Cast { dst, a } => self.def(*dst, expr::cast(self.d(*a), self.d(*dst), &self.v(*a))),
             BitCast { dst, a } => self.def(*dst, format!("as_type<{}>({})", ty(self.d(*dst)), self.v(*a))),
-            Fma { dst, a, b, c } => {
-                self.def(*dst, expr::fma(self.d(*dst), &self.v(*a), &self.v(*b), &self.v(*c)))
-            }
+            Fma { dst, a, b, c } => self.def(*dst, expr::fma(self.d(*dst), &self.v(*a), &self.v(*b), &self.v(*c))),
             Special { dst, reg } => {
                 let e = match reg {
                     crate::ir::Special::LaneId => "int(qd_lane)".to_string(),
@@ -267,7 +269,9 @@ impl Printer<'_> {
                     crate::ir::Special::BlockDim => format!("{}u", self.k.block_dim),
                     crate::ir::Special::GridDim => "qd_blocks".into(),
                     crate::ir::Special::GlobalThreadIdx => "qd_global".into(),
-                    crate::ir::Special::Nv(_) => return Err(self.refuse(inst, "NVIDIA special registers have no MSL form")),
+                    crate::ir::Special::Nv(_) => {
+                        return Err(self.refuse(inst, "NVIDIA special registers have no MSL form"))
+                    }
                 };
                 self.def(*dst, e);
             }
@@ -310,7 +314,9 @@ impl Printer<'_> {
             }
             BlockBarrier { reduce: None } => self.barrier("threadgroup_barrier"),
             BlockBarrier { reduce: Some(_) } => {
-                return Err(self.refuse(inst, "Metal has no fused barrier reduction; the library emulates it (seed 000)"))
+                return Err(
+                    self.refuse(inst, "Metal has no fused barrier reduction; the library emulates it (seed 000)")
+                )
             }
             SubgroupBarrier => self.barrier("simdgroup_barrier"),
             Fence { scope, .. } => self.fence(*scope),

@@ -7,8 +7,8 @@
 
 use super::expr::ty;
 use super::printer::Printer;
-use crate::ir::*;
 use crate::ir::uniformity::Uniformity;
+use crate::ir::*;
 
 /// The `mem_flags` every barrier and fence orders: D6 has a block barrier and a block fence order
 /// device memory too.
@@ -33,7 +33,14 @@ impl Printer<'_> {
         }
     }
 
-    pub(super) fn shuffle(&mut self, dst: ValueId, valid: Option<ValueId>, kind: ShuffleKind, value: ValueId, lane: ValueId) {
+    pub(super) fn shuffle(
+        &mut self,
+        dst: ValueId,
+        valid: Option<ValueId>,
+        kind: ShuffleKind,
+        value: ValueId,
+        lane: ValueId,
+    ) {
         let (x, a, w) = (self.v(value), format!("uint({})", self.v(lane)), self.k.subgroup_size);
         let (f, ok) = match kind {
             ShuffleKind::Idx => ("simd_shuffle", format!("{a} < {w}u")),
