@@ -67,8 +67,8 @@ pub(crate) fn limits() -> Limits {
 /// Why 64-bit atomics are refused. Apple family 9 (M3/A17) has `atomic_fetch_min/max_explicit` on
 /// `ulong` only; qd targets family 7 and newer with one answer per target, so it refuses those too
 /// rather than make a kernel compile on some Macs and not others (decision recorded in docs/metal.md).
-const NO_ATOMIC64: &str = "Metal has no 64-bit atomics (only atomic_fetch_min/max on ulong, on Apple family 9; \
-     qd targets Apple family 7 and refuses those too; seed 003)";
+const NO_ATOMIC64: &str =
+    "Metal has no 64-bit atomics (Apple family 9's ulong atomic_fetch_min/max is refused too: qd targets family 7; seed 003)";
 
 /// How Metal (compiling MSL up to `msl`) provides `f`: no NVIDIA families, no f64, no 64-bit
 /// atomics; the library composes `sync_*_nonzero` and full votes; 32-bit integer atomics and the
