@@ -155,9 +155,30 @@ fn emit_spirv_writes_modules_spirv_val_accepts() {
 }
 
 #[test]
+fn emit_msl_writes_metal_files_and_names_each_refusal() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("emit_msl");
+    let _ = std::fs::remove_dir_all(&dir);
+    let o = qd(&["emit", "--target", "msl", "--out", dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    // One line per kernel Metal cannot run, naming it and why (f64 here).
+    let refused: Vec<&str> = out.lines().filter(|l| l.contains("not emitted for msl")).collect();
+    assert!(refused.iter().all(|l| l.starts_with("kernel `")), "{out}");
+    assert!(refused.iter().any(|l| l.contains("Metal has no double-precision type")), "{out}");
+    let files = std::fs::read_dir(&dir).unwrap().count();
+    assert!(files > 1000, "{files} files");
+    assert!(out.ends_with(&format!("wrote {files} metal files to {}\n", dir.display())), "{out}");
+    let text = std::fs::read_to_string(dir.join("warp_reduce_add_i32.metal")).unwrap();
+    assert!(text.contains("kernel void qd_warp_reduce_add_i32("), "{text}");
+    if let Some(check) = qd_testkit::MslCheck::find() {
+        check.check_source("warp_reduce_add_i32", &text).unwrap();
+    }
+}
+
+#[test]
 fn emit_targets_not_in_this_build_fail_with_one_line() {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("emit_unavailable");
-    for target in ["msl", "amdgpu:gfx942"] {
+    for target in ["amdgpu:gfx942"] {
         let o = qd(&["emit", "--target", target, "--out", dir.to_str().unwrap()]);
         assert!(!o.status.success(), "{target}");
         assert_eq!(stdout(&o), format!("target {target}: not available in this build\n"));
