@@ -216,4 +216,6 @@ fn the_printer_keeps_the_metal_rules() {
     has("for (long qd_i = long(");
     has("qd_i < long(");
     assert!(!src.contains("threadgroup_barrier"), "fences must not be barriers:\n{src}");
+    // Every lane takes part in every SIMD-group function: none sits in one arm of a `?:`.
+    assert!(!src.contains("? simd_") && !src.contains(": simd_"), "{src}");
 }

@@ -51,6 +51,7 @@ impl Printer<'_> {
         let ok_name = format!("{}_ok", self.v(dst));
         self.line(format!("const bool {ok_name} = {ok};"));
         let got = self.moved(f, self.d(value), &x, &format!("ushort({a})"));
+        let got = self.every_lane(dst, got);
         self.def(dst, format!("{ok_name} ? {got} : {x}"));
         if let Some(p) = valid {
             self.def(p, ok_name);
@@ -72,10 +73,20 @@ impl Printer<'_> {
                 } else {
                     "simd_shuffle"
                 };
-                format!("{l} < {w}u ? {} : {x}", self.moved(f, d, &x, &format!("ushort({l})")))
+                let got = self.moved(f, d, &x, &format!("ushort({l})"));
+                let got = self.every_lane(dst, got);
+                format!("{l} < {w}u ? {got} : {x}")
             }
         };
         self.def(dst, e);
+    }
+
+    /// `moved` computed by every lane into `<dst>_got`: a SIMD-group function must not sit in
+    /// one arm of a `?:`, where the lanes taking the other arm would not take part.
+    fn every_lane(&mut self, dst: ValueId, moved: String) -> String {
+        let name = format!("{}_got", self.v(dst));
+        self.line(format!("const {} {name} = {moved};", ty(self.d(dst))));
+        name
     }
 
     pub(super) fn barrier(&mut self, f: &str) {
