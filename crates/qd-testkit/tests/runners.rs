@@ -78,7 +78,12 @@ fn the_msl_check_includes_the_header() {
     let header = std::env::temp_dir().join("qd-testkit-msl-header.h");
     MslCheck::at(clang.clone()).check("k", "kernel void k() {}", &header).unwrap();
     let args = logged(&clang);
-    assert!(args.starts_with(&format!("-x c++ -std=c++17 -fsyntax-only -Werror -include {} ", header.display())));
+    let dir = header.parent().unwrap();
+    assert!(args.starts_with(&format!(
+        "-x c++ -std=c++17 -fsyntax-only -Werror -I {} -include {} ",
+        dir.display(),
+        header.display()
+    )));
     let err = MslCheck::at(clang).check("bad", "BAD", &header).unwrap_err();
     assert!(err.contains("the MSL check rejected bad"), "{err}");
 }

@@ -219,3 +219,18 @@ fn the_printer_keeps_the_metal_rules() {
     // Every lane takes part in every SIMD-group function: none sits in one arm of a `?:`.
     assert!(!src.contains("? simd_") && !src.contains(": simd_"), "{src}");
 }
+
+#[cfg(not(target_os = "macos"))]
+#[test]
+fn metal_devices_are_unavailable_off_macos() {
+    for name in ["metal", "metal:0"] {
+        match Device::from_name(name) {
+            Err(QdError::Unavailable { backend, reason }) => {
+                assert_eq!(backend, name);
+                assert!(reason.contains("Metal runs on macOS only"), "{reason}");
+            }
+            other => panic!("{name}: expected Unavailable, got {other:?}"),
+        }
+    }
+    assert!(!qd::runtime::available_devices().iter().any(|d| d.starts_with("metal")));
+}

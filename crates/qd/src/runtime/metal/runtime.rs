@@ -25,15 +25,15 @@ use std::time::Instant;
 /// The SIMD-group width kernels are traced for ([`Target::metal`]).
 const SIMD_WIDTH: usize = 32;
 
-/// Metal objects shared between threads. Apple documents `MTLDevice`, `MTLCommandQueue`,
-/// `MTLBuffer`, `MTLLibrary` and `MTLComputePipelineState` as thread-safe; command buffers and
-/// encoders never leave the launch that makes them, and every use of the queue and of buffer
-/// contents is under `MetalDevice::queue`'s lock.
-struct Shared<T>(T);
-// SAFETY: see above: the wrapped Metal objects are thread-safe or only used under a lock.
-unsafe impl<T> Send for Shared<T> {}
+/// A buffer shared between threads. objc2-metal marks `MTLBuffer` neither `Send` nor `Sync`
+/// because its contents are raw memory; qd touches the contents only under the device's queue lock
+/// (`MetalBuffer::copy_in`/`copy_out`, and launches, which wait for completion under it), and
+/// Metal lets any thread reference the buffer object itself.
+struct SharedBuffer(Retained<ProtocolObject<dyn MTLBuffer>>);
+// SAFETY: see above: the contents are only accessed under the queue lock.
+unsafe impl Send for SharedBuffer {}
 // SAFETY: as for `Send`.
-unsafe impl<T> Sync for Shared<T> {}
+unsafe impl Sync for SharedBuffer {}
 
 type Object<P> = Retained<ProtocolObject<P>>;
 
@@ -45,13 +45,13 @@ pub(crate) struct MetalDevice {
 /// What the device and its arrays share: the device, and the queue whose lock orders host copies
 /// with launches.
 struct Core {
-    device: Shared<Object<dyn MTLDevice>>,
-    queue: Mutex<Shared<Object<dyn MTLCommandQueue>>>,
+    device: Object<dyn MTLDevice>,
+    queue: Mutex<Object<dyn MTLCommandQueue>>,
 }
 
 /// One array: a shared-storage buffer.
 pub(crate) struct MetalBuffer {
-    buffer: Shared<Object<dyn MTLBuffer>>,
+    buffer: SharedBuffer,
     dtype: DType,
     len: usize,
     /// The device that made it (arrays of another `MetalDevice` are refused).
@@ -68,7 +68,7 @@ impl std::fmt::Debug for MetalBuffer {
 pub(crate) struct MetalKernel {
     kernel: ir::Kernel,
     module: MslModule,
-    pipeline: Shared<Object<dyn MTLComputePipelineState>>,
+    pipeline: Object<dyn MTLComputePipelineState>,
 }
 
 impl std::fmt::Debug for MetalKernel {
@@ -90,7 +90,7 @@ pub(crate) fn open(ordinal: u32, name: &str) -> Result<Arc<dyn Runtime>> {
     }
     let device = MTLCreateSystemDefaultDevice().ok_or_else(|| unavailable("this Mac has no Metal device".into()))?;
     let queue = device.newCommandQueue().ok_or_else(|| unavailable("newCommandQueue returned nil".into()))?;
-    let core = Core { device: Shared(device), queue: Mutex::new(Shared(queue)) };
+    let core = Core { device, queue: Mutex::new(queue) };
     Ok(Arc::new(MetalDevice { core: Arc::new(core), target: Target::metal() }))
 }
 
@@ -123,7 +123,6 @@ impl MetalDevice {
         let library = self
             .core
             .device
-            .0
             .newLibraryWithSource_options_error(&source, Some(&options))
             .map_err(|e| driver(name, "newLibraryWithSource", describe(&e)))?;
         let function = library
@@ -132,7 +131,6 @@ impl MetalDevice {
         let pipeline = self
             .core
             .device
-            .0
             .newComputePipelineStateWithFunction_error(&function)
             .map_err(|e| driver(name, "newComputePipelineStateWithFunction", describe(&e)))?;
         let width = pipeline.threadExecutionWidth();
@@ -167,7 +165,7 @@ impl Runtime for MetalDevice {
         DeviceInfo {
             name: name.to_string(),
             backend: BackendKind::Metal.name(),
-            model: self.core.device.0.name().to_string(),
+            model: self.core.device.name().to_string(),
             api_version: None,
             driver: None,
             notes: vec![format!("MSL up to {} assumed (macOS 15)", MslVersion::LATEST)],
@@ -189,10 +187,9 @@ impl Runtime for MetalDevice {
         let buffer = self
             .core
             .device
-            .0
             .newBufferWithLength_options(bytes, MTLResourceOptions::StorageModeShared)
             .ok_or_else(|| driver("<alloc>", "newBufferWithLength", format!("no buffer of {bytes} bytes")))?;
-        let buf = MetalBuffer { buffer: Shared(buffer), dtype, len, core: self.core.clone() };
+        let buf = MetalBuffer { buffer: SharedBuffer(buffer), dtype, len, core: self.core.clone() };
         let data = init.map(|bits| encode(dtype, bits)).unwrap_or_else(|| vec![0; len * dtype.size_bytes()]);
         buf.copy_in(&data);
         Ok(Arc::new(buf))
@@ -209,7 +206,7 @@ impl Runtime for MetalDevice {
         let t = Instant::now();
         let pipeline = self.pipeline(&ir.name, &module)?;
         stats.load = t.elapsed();
-        Ok(Arc::new(MetalKernel { kernel: ir, module, pipeline: Shared(pipeline) }))
+        Ok(Arc::new(MetalKernel { kernel: ir, module, pipeline }))
     }
 
     fn launch(&self, kernel: &dyn RuntimeKernel, grid: u32, args: &[Arg]) -> Result<()> {
@@ -228,9 +225,9 @@ impl Runtime for MetalDevice {
             block.push(0);
         }
         let queue = lock(&self.core.queue);
-        let cb = queue.0.commandBuffer().ok_or_else(|| driver(name, "commandBuffer", "returned nil"))?;
+        let cb = queue.commandBuffer().ok_or_else(|| driver(name, "commandBuffer", "returned nil"))?;
         let enc = cb.computeCommandEncoder().ok_or_else(|| driver(name, "computeCommandEncoder", "returned nil"))?;
-        enc.setComputePipelineState(&k.pipeline.0);
+        enc.setComputePipelineState(&k.pipeline);
         let ptr = NonNull::new(block.as_mut_ptr().cast::<c_void>()).expect("a Vec's pointer is not null");
         // SAFETY: `block` outlives the call, which copies its `len * 8` bytes; index 0 is the
         // parameter block of the ABI.
