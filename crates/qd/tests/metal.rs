@@ -4,7 +4,7 @@
 
 use qd::backend::metal::{Metal, MslVersion};
 use qd::backend::{Backend, Target};
-use qd::ir::{Ordering, Scope};
+use qd::ir::{LoadKind, Ordering, Scope};
 use qd::prelude::*;
 use qd::trace::TraceError;
 
@@ -137,6 +137,28 @@ fn what_needs_a_later_msl_is_refused_below_it() {
     let e = msl(&cas, &old).unwrap_err();
     let line = LINE.load(std::sync::atomic::Ordering::Relaxed);
     assert_error(&e, "acq_rel_cas", "atomic_cas", line, "coherent(device)");
+
+    // An acquire load needs the scoped fence; a relaxed one is MSL 3.0.
+    let acquire = Kernel::range("acquire", 64, |k| {
+        let a = k.array::<u32>("a");
+        k.parallel_for(0, a.len(), |i| {
+            LINE.store(line!() + 1, std::sync::atomic::Ordering::Relaxed);
+            let v = a.at(i).load_with(LoadKind::Ordered(Ordering::Acquire, Scope::Device));
+            a.set(i, v + 1u32);
+        });
+    });
+    let e = msl(&acquire, &old).unwrap_err();
+    let line = LINE.load(std::sync::atomic::Ordering::Relaxed);
+    assert_error(&e, "acquire", "load", line, "needs MSL 3.2");
+    let relaxed = Kernel::range("relaxed", 64, |k| {
+        let a = k.array::<u32>("a");
+        k.parallel_for(0, a.len(), |i| {
+            let v = a.at(i).load_with(LoadKind::Ordered(Ordering::Relaxed, Scope::Device));
+            a.set(i, v + 1u32);
+        });
+    });
+    let src = msl(&relaxed, &Target::metal_msl(MslVersion::V3_0)).unwrap();
+    assert!(src.contains("MSL 3.0") && src.contains("atomic_load_explicit("), "{src}");
 
     let bf16 = Kernel::range("halves", 64, |k| {
         let a = k.array::<BF16>("a");

@@ -47,10 +47,11 @@ pub struct MslModule {
 pub(super) struct Needs {
     /// bf16 values (`bfloat`, MSL 3.1).
     pub bfloat: bool,
-    /// A fence of any scope (`atomic_thread_fence` with a scope, MSL 3.2).
+    /// A fence of any scope, or an access ordered beyond relaxed (`atomic_thread_fence` with a
+    /// scope, MSL 3.2).
     pub fence: bool,
-    /// Device buffers declared `coherent(device)` (MSL 3.2): a grid fence, a volatile load or an
-    /// ordered access or atomic publishes or observes data across threadgroups.
+    /// Device buffers declared `coherent(device)` (MSL 3.2): a grid fence, a volatile load, or an
+    /// access or atomic ordered beyond relaxed publishes or observes data across threadgroups.
     pub coherent: bool,
 }
 
@@ -73,8 +74,11 @@ impl Needs {
         let bfloat = kind.defs().into_iter().chain(kind.uses()).any(|v| k.dtype(v) == DType::BF16);
         let (fence, coherent) = match kind {
             InstKind::Fence { scope, .. } => (true, *scope >= Scope::Cluster),
-            InstKind::Load { kind: LoadKind::Volatile | LoadKind::Ordered(..), .. }
-            | InstKind::Store { kind: StoreKind::Ordered(..), .. } => (true, true),
+            // A relaxed atomic load or store is MSL 3.0; an ordering needs the scoped fence.
+            InstKind::Load { kind: LoadKind::Ordered(o, _), .. } | InstKind::Store { kind: StoreKind::Ordered(o, _), .. } => {
+                (*o != Ordering::Relaxed, *o != Ordering::Relaxed)
+            }
+            InstKind::Load { kind: LoadKind::Volatile, .. } => (false, true),
             InstKind::Atomic { ordering, .. } | InstKind::Cas { ordering, .. } | InstKind::WordCas { ordering, .. } => {
                 (*ordering != Ordering::Relaxed, *ordering != Ordering::Relaxed)
             }

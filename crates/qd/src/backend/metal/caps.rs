@@ -73,7 +73,8 @@ const NO_ATOMIC64: &str =
 /// How Metal (compiling MSL up to `msl`) provides `f`: no NVIDIA families, no f64, no 64-bit
 /// atomics; the library composes `sync_*_nonzero` and full votes; 32-bit integer atomics and the
 /// f32 add on device memory are native (MSL 3.0 `atomic<float>`, which threadgroup memory lacks),
-/// other atomics CAS loops; bf16 needs MSL 3.1 and ordered accesses MSL 3.2.
+/// other atomics CAS loops; bf16 needs MSL 3.1. (What needs MSL 3.2, an ordering beyond relaxed or
+/// a fence, the printer refuses on an older target, at the instruction: `abi::Needs`.)
 pub(crate) fn support(msl: MslVersion, f: Feature) -> Support {
     match f {
         Feature::Nv(_) => Support::unsupported("an NVIDIA-only operation (seed 004)"),
@@ -101,10 +102,6 @@ pub(crate) fn support(msl: MslVersion, f: Feature) -> Support {
         Feature::AtomicCas(DType::B128, _) | Feature::AtomicRmw(_, DType::B128, _) => {
             Support::unsupported("128-bit atomics are not supported on metal")
         }
-        Feature::OrderedAccess(..) if msl < MslVersion::V3_2 => Support::unsupported(format!(
-            "ordered loads and stores need MSL 3.2 (coherent(device) buffers and scoped atomic_thread_fence); \
-             this target compiles MSL {msl}"
-        )),
         Feature::OrderedAccess(t, _) if t.bits() < 32 => Support::polyfill(Polyfill::SubwordCasLoop),
         Feature::OrderedAccess(..) => Support::Native,
         Feature::AtomicCas(t, _) | Feature::AtomicRmw(_, t, _) if t.bits() < 32 => {
