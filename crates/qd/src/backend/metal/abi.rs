@@ -75,7 +75,8 @@ impl Needs {
         let (fence, coherent) = match kind {
             InstKind::Fence { scope, .. } => (true, *scope >= Scope::Cluster),
             // A relaxed atomic load or store is MSL 3.0; an ordering needs the scoped fence.
-            InstKind::Load { kind: LoadKind::Ordered(o, _), .. } | InstKind::Store { kind: StoreKind::Ordered(o, _), .. } => {
+            InstKind::Load { kind: LoadKind::Ordered(o, _), .. }
+            | InstKind::Store { kind: StoreKind::Ordered(o, _), .. } => {
                 (*o != Ordering::Relaxed, *o != Ordering::Relaxed)
             }
             InstKind::Load { kind: LoadKind::Volatile, .. } => (false, true),

@@ -100,22 +100,21 @@ fn wraps(d: DType) -> bool {
     matches!(d, DType::I32 | DType::I64)
 }
 
-pub(super) fn unary(d: DType, op: UnOp, a: &str) -> String {
+/// `op a`, or `None` for a combination the verifier refuses (a bitwise op on a float, ...).
+pub(super) fn unary(d: DType, op: UnOp, a: &str) -> Option<String> {
     let t = ty(d);
     if d.is_float() {
         let x = wide(d, a);
-        return narrow(
-            d,
-            match op {
-                UnOp::Neg => format!("-{x}"),
-                UnOp::Abs => format!("fabs({x})"),
-                UnOp::Sqrt => format!("sqrt({x})"),
-                _ => format!("/* {op:?} on {d} */ {x}"),
-            },
-        );
+        let e = match op {
+            UnOp::Neg => format!("-{x}"),
+            UnOp::Abs => format!("fabs({x})"),
+            UnOp::Sqrt => format!("sqrt({x})"),
+            _ => return None,
+        };
+        return Some(narrow(d, e));
     }
     let u = bits_ty(d);
-    match op {
+    Some(match op {
         UnOp::Not if d == DType::Bool => format!("!{a}"),
         UnOp::Not => format!("{t}(~{a})"),
         UnOp::Neg if wraps(d) => format!("{t}({u}(0) - {u}({a}))"),
@@ -125,11 +124,12 @@ pub(super) fn unary(d: DType, op: UnOp, a: &str) -> String {
         UnOp::Abs => a.to_string(),
         UnOp::Popc => format!("uint(popcount({u}({a})))"),
         UnOp::Clz => format!("uint(clz({u}({a})))"),
-        UnOp::Sqrt => format!("/* sqrt on {d} */ {a}"),
-    }
+        UnOp::Sqrt => return None,
+    })
 }
 
-pub(super) fn binary(d: DType, op: BinOp, a: &str, b: &str) -> String {
+/// `a op b`, or `None` for a combination the verifier refuses.
+pub(super) fn binary(d: DType, op: BinOp, a: &str, b: &str) -> Option<String> {
     let t = ty(d);
     if d.is_float() {
         let (x, y) = (wide(d, a), wide(d, b));
@@ -141,21 +141,21 @@ pub(super) fn binary(d: DType, op: BinOp, a: &str, b: &str) -> String {
             BinOp::Rem => format!("fmod({x}, {y})"),
             BinOp::Min => format!("fmin({x}, {y})"),
             BinOp::Max => format!("fmax({x}, {y})"),
-            _ => format!("/* {op:?} on {d} */ {x}"),
+            _ => return None,
         };
-        return narrow(d, e);
+        return Some(narrow(d, e));
     }
     if d == DType::Bool {
         return match op {
-            BinOp::And | BinOp::Min | BinOp::Mul => format!("({a} && {b})"),
-            BinOp::Or | BinOp::Max => format!("({a} || {b})"),
-            BinOp::Xor | BinOp::Add | BinOp::Sub => format!("({a} != {b})"),
-            _ => format!("/* {op:?} on bool */ {a}"),
+            BinOp::And | BinOp::Min | BinOp::Mul => Some(format!("({a} && {b})")),
+            BinOp::Or | BinOp::Max => Some(format!("({a} || {b})")),
+            BinOp::Xor | BinOp::Add | BinOp::Sub => Some(format!("({a} != {b})")),
+            _ => None,
         };
     }
     let u = bits_ty(d);
     let amount = format!("(uint({b}) & {}u)", d.bits() - 1);
-    match op {
+    Some(match op {
         BinOp::Add | BinOp::Sub | BinOp::Mul if wraps(d) => {
             format!("{t}({u}({a}) {} {u}({b}))", arith_sign(op))
         }
@@ -175,7 +175,7 @@ pub(super) fn binary(d: DType, op: BinOp, a: &str, b: &str) -> String {
         BinOp::Shr if d.bits() >= 32 => format!("{t}({a} >> {amount})"),
         BinOp::Shr if d.is_signed_int() => format!("{t}(int({a}) >> {amount})"),
         BinOp::Shr => format!("{t}(uint({a}) >> {amount})"),
-    }
+    })
 }
 
 fn arith_sign(op: BinOp) -> &'static str {

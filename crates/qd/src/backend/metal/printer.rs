@@ -250,8 +250,16 @@ impl Printer<'_> {
         use InstKind::*;
         match &inst.kind {
             Const { dst, value } => self.def(*dst, expr::constant(value)),
-            Unary { dst, op, a } => self.def(*dst, expr::unary(self.d(*a), *op, &self.v(*a))),
-            Binary { dst, op, a, b } => self.def(*dst, expr::binary(self.d(*a), *op, &self.v(*a), &self.v(*b))),
+            Unary { dst, op, a } => {
+                let e = expr::unary(self.d(*a), *op, &self.v(*a));
+                let e = e.ok_or_else(|| self.refuse(inst, format!("{op:?} on {} has no meaning", self.d(*a))))?;
+                self.def(*dst, e)
+            }
+            Binary { dst, op, a, b } => {
+                let e = expr::binary(self.d(*a), *op, &self.v(*a), &self.v(*b));
+                let e = e.ok_or_else(|| self.refuse(inst, format!("{op:?} on {} has no meaning", self.d(*a))))?;
+                self.def(*dst, e)
+            }
             Cmp { dst, op, a, b } if a == b => self.def(*dst, expr::compare_self(self.d(*a), *op, &self.v(*a))),
             Cmp { dst, op, a, b } => self.def(*dst, expr::compare(*op, &self.v(*a), &self.v(*b))),
             Select { dst, cond, a, b } => {
