@@ -249,3 +249,50 @@ pub(super) fn cast(from: DType, to: DType, a: &str) -> String {
 pub(super) fn fma(d: DType, a: &str, b: &str, c: &str) -> String {
     narrow(d, format!("fma({}, {}, {})", wide(d, a), wide(d, b), wide(d, c)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(dtype: DType, bits: u64) -> String {
+        constant(&Const { dtype, bits })
+    }
+
+    #[test]
+    fn constants_are_exact() {
+        assert_eq!(c(DType::F32, 1.5f32.to_bits() as u64), "1.5f");
+        assert_eq!(c(DType::F32, f32::INFINITY.to_bits() as u64), "as_type<float>(0x7f800000u)");
+        assert_eq!(c(DType::F16, 0x3C00), "as_type<half>(ushort(0x3c00u))");
+        assert_eq!(c(DType::I32, 0x8000_0000), "int(0x80000000u)");
+        assert_eq!(c(DType::I32, (-3i32) as u32 as u64), "int(-3)");
+        assert_eq!(c(DType::I64, (-3i64) as u64), "-3l");
+        assert_eq!(c(DType::U64, u64::MAX), "18446744073709551615ul");
+    }
+
+    #[test]
+    fn signed_arithmetic_wraps_through_unsigned() {
+        assert_eq!(binary(DType::I32, BinOp::Add, "a", "b").unwrap(), "int(uint(a) + uint(b))");
+        assert_eq!(binary(DType::I32, BinOp::Shl, "a", "b").unwrap(), "int(uint(a) << (uint(b) & 31u))");
+        assert!(binary(DType::I32, BinOp::Div, "a", "b").unwrap().contains("b == int(-1)"));
+        assert_eq!(binary(DType::F16, BinOp::Add, "a", "b").unwrap(), "half(float(a) + float(b))");
+        assert!(binary(DType::F32, BinOp::Shl, "a", "b").is_none());
+    }
+
+    #[test]
+    fn float_to_int_saturates_and_sends_nan_to_zero() {
+        let e = cast(DType::F32, DType::I32, "x");
+        assert!(e.starts_with("(isnan(x) ? int(0) : x <= -2147483648.0f ? int(0x80000000u)"), "{e}");
+        assert!(e.contains("x >= 2147483648.0f ? int(0x7fffffff)"), "{e}");
+        assert_eq!(cast(DType::F16, DType::F32, "x"), "float(x)");
+        assert_eq!(cast(DType::I32, DType::F16, "x"), "half(float(x))");
+        assert_eq!(cast(DType::F32, DType::Bool, "x"), "(x != 0.0f)");
+    }
+
+    #[test]
+    fn a_value_compared_with_itself() {
+        assert_eq!(compare_self(DType::I32, CmpOp::Le, "a"), "true");
+        assert_eq!(compare_self(DType::F32, CmpOp::Eq, "a"), "!isnan(a)");
+        assert_eq!(compare_self(DType::F32, CmpOp::Ne, "a"), "isnan(a)");
+        assert_eq!(compare_self(DType::F32, CmpOp::Lt, "a"), "false");
+    }
+}

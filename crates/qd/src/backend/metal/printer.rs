@@ -2,7 +2,6 @@
 //! control flow. Every SSA value is a `const` local named `v<N>`, declared where it is defined.
 
 use std::collections::HashMap;
-use std::fmt::Write;
 
 use super::abi::{self, BufferAbi, MslModule, Needs, MAX_BUFFERS};
 use super::caps::MslVersion;
@@ -166,27 +165,24 @@ impl Printer<'_> {
 
     fn header(&mut self, version: MslVersion, entry: &str, params: &[BufferAbi]) {
         let k = self.k;
-        let _ = writeln!(
-            self.out,
-            "// qd kernel `{}`: MSL {version} (compile with MTLLanguageVersion{}).",
+        let language = version.name().replace('.', "_");
+        self.out.push_str(&format!(
+            "// qd kernel `{}`: MSL {version} (compile with MTLLanguageVersion{language}).\n\
+             // ABI: buffer(0) = parameter block (one ulong per parameter: array length or scalar bits);\n\
+             // buffer(1 + j) = array parameter j; threadgroups of block_dim threads; fast math off.\n\
+             // block_dim = {}, threadgroup memory = {} bytes.\n\
+             #include <metal_stdlib>\nusing namespace metal;\n\nkernel void {entry}(\n",
             k.name,
-            version.name().replace('.', "_")
-        );
-        self.out.push_str(
-            "// ABI: buffer(0) = parameter block (one ulong per parameter: array length or scalar bits);\n\
-             // buffer(1 + j) = array parameter j; threadgroups of block_dim threads; fast math off.\n",
-        );
-        let _ = writeln!(self.out, "// block_dim = {}, threadgroup memory = {} bytes.", k.block_dim, k.shared_bytes());
-        self.out.push_str("#include <metal_stdlib>\nusing namespace metal;\n\n");
-        let _ = writeln!(self.out, "kernel void {entry}(");
+            k.block_dim,
+            k.shared_bytes()
+        ));
         let mut args = vec!["    constant ulong* qd_params [[buffer(0)]]".to_string()];
         let coherent = if self.needs.coherent { "coherent(device) " } else { "" };
-        for (i, (p, abi)) in k.params.iter().zip(params).enumerate() {
+        for (i, abi) in params.iter().enumerate() {
             if let BufferAbi::Array { dtype, index } = abi {
                 let name = self.array(ArrayRef::Param(i as u32));
                 args.push(format!("    {coherent}device {}* {name} [[buffer({index})]]", mem_ty(*dtype)));
             }
-            let _ = p;
         }
         for (name, attr) in IDS {
             args.push(format!("    uint {name} [[{attr}]]"));
