@@ -212,12 +212,16 @@ impl Runtime for MetalDevice {
     fn launch(&self, kernel: &dyn RuntimeKernel, grid: u32, args: &[Arg]) -> Result<()> {
         let k: &MetalKernel = downcast_kernel(kernel);
         let name = &k.kernel.name;
+        if grid == 0 {
+            // An empty range: nothing to dispatch.
+            return Ok(());
+        }
         // The parameter block: an array's length or a scalar's bits, one u64 per parameter (at
         // least one, so buffer(0) is always bound).
         let mut block: Vec<u64> = args
             .iter()
             .map(|a| match a {
-                Arg::Array(h) => h.storage_as::<MetalBuffer>().map_or(0, |b| b.len as u64),
+                Arg::Array(h) => h.len() as u64,
                 Arg::Scalar(_, bits) => *bits,
             })
             .collect();
