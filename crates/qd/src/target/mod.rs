@@ -157,7 +157,7 @@ impl Target {
     }
 
     /// [`Target::metal`] on an OS whose Metal compiles MSL only up to `version`: what needs a later
-    /// version (bf16 values: 3.1; fences, ordered atomics, `volatile_load`: 3.2) is refused.
+    /// version (bf16 values: 3.1; fences, orderings beyond relaxed, `volatile_load`: 3.2) is refused.
     pub fn metal_msl(version: metal::MslVersion) -> Target {
         Target::new(BackendKind::Metal, Profile::Metal(version), metal::caps::limits())
     }
