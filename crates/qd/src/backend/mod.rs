@@ -4,7 +4,8 @@
 //! * [`cpu`]: the lane-exact SIMT emulator (D8);
 //! * [`ptx`]: NVIDIA GPUs through PTX (seed 004, D7);
 //! * [`spirv`]: Vulkan through SPIR-V;
-//! * [`amdgpu`], [`metal`]: so far their capability models, which the emulator wears.
+//! * [`metal`]: Apple GPUs through MSL (docs/metal.md);
+//! * [`amdgpu`]: so far its capability model, which the emulator wears.
 //!
 //! What a backend can do is asked of the [`Target`] (the capability layer, `crate::target`);
 //! nothing outside `backend/`, `runtime/` and that layer tests which backend it is. Every code
@@ -42,7 +43,7 @@ use crate::trace::TraceError;
 pub trait Backend {
     /// What lowering produces: PTX text, a SPIR-V module, an emulator program.
     type Artifact;
-    /// The backend's name in messages (`ptx`, `spirv`, `cpu`).
+    /// The backend's name in messages (`ptx`, `spirv`, `msl`, `cpu`).
     const NAME: &'static str;
     /// Lowers `kernel`, traced for `target`: the capability check, the atomics `target` provides
     /// as CAS loops rewritten into the IR, then the backend's own lowering. A target this backend
