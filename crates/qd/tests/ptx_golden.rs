@@ -1754,3 +1754,28 @@ fn ptxas_version_floors_are_tight() {
     }
     assert!(loose.is_empty(), "feature floors above what ptxas needs:\n{}", loose.join("\n"));
 }
+
+// ----- library ops at the seed's strength ---------------------------------------------------
+
+/// Seed 002: `subgroup.mem_fence()` is `__threadfence_block()` on CUDA (`nvvm.membar.cta`), i.e.
+/// `membar.cta` = `fence.sc.cta` on sm_70+, not the weaker `fence.acq_rel.cta`; pinned on a whole
+/// kernel lowered from the library call, then assembled (D9).
+#[test]
+fn subgroup_mem_fence_is_fence_sc_cta() {
+    use qd::prelude::*;
+    let k = Kernel::explicit("sg_fence", 32, |k| {
+        let out = k.array::<u32>("out");
+        out.set(block::thread_idx(), 1u32);
+        subgroup::mem_fence();
+    });
+    for target in [SM80, SM90] {
+        let ir = k.trace(&qd::backend::Target::ptx(target)).unwrap();
+        let m = qd::backend::ptx::lower::lower_kernel(&ir, &target).unwrap();
+        let fences: Vec<&str> =
+            m.text.lines().map(str::trim).filter(|l| l.starts_with("fence") || l.starts_with("membar")).collect();
+        assert_eq!(fences, ["fence.sc.cta;"], "{target}:\n{}", m.text);
+        if let Some(ptxas) = Ptxas::find() {
+            ptxas.assert_assembles("sg_fence", &target.to_string(), &m.text);
+        }
+    }
+}
