@@ -109,7 +109,7 @@ impl<'a, 'b> BlockExec<'a, 'b> {
                     self.rmw(sgi, place.array, i, l, |s| mbar::complete(mbar::add_tx(s, -(arg as i64))));
                     None
                 }
-                NvOp::MbarrierTestWait | NvOp::MbarrierTryWaitParity => {
+                NvOp::MbarrierTestWait | NvOp::MbarrierTryWaitParity | NvOp::MbarrierTryWaitParityHint => {
                     self.last_spin_op = Some((kind.mnemonic(), loc));
                     let state = self.mem_read(sgi, place.array, i, l, MemOrd::Acquire);
                     let waited_phase = if *op == NvOp::MbarrierTestWait { mbar::phase(arg) } else { arg & 1 };

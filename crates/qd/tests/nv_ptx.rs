@@ -1,0 +1,180 @@
+//! Every family of seed 004 that only `qd::nv` reaches (issue 11, items 3 and 8): traced for its
+//! minimum CUDA target, lowered, checked for its PTX line and assembled by ptxas 13.0 for that
+//! target (D9); refused by the capability check one step below its floor and on the emulator.
+//! The kernels are shared with the GPU tests (`tests/cuda_nv.rs`) through `tests/nv_kernels/`.
+
+mod nv_kernels;
+
+use nv_kernels::*;
+use qd::backend::ptx::{lower_kernel, PtxTarget};
+use qd::backend::Target;
+use qd::prelude::*;
+
+/// Lowers `k` for `target`, assembles it with the kit's ptxas and returns the module text.
+fn lower_and_assemble(k: &Kernel, target: PtxTarget) -> String {
+    let ir = k.trace(&Target::ptx(target)).unwrap_or_else(|e| panic!("{target}: {e}"));
+    let m = lower_kernel(&ir, &target).unwrap_or_else(|e| panic!("{target}: {e}"));
+    if let Some(ptxas) = qd_testkit::Ptxas::find() {
+        ptxas.assert_assembles(&m.entry, &target.to_string(), &m.text);
+    }
+    m.text
+}
+
+/// The family is refused on `below` (when given) and on the emulator, naming `why` on `below`.
+fn refused(k: &Kernel, below: Option<PtxTarget>, why: &str) {
+    if let Some(t) = below {
+        let e = k.trace(&Target::ptx(t)).expect_err("refused below the floor").to_string();
+        assert!(e.contains(why), "{t}: {e}");
+    }
+    let e = Device::cpu().trace(k).expect_err("CUDA-only").to_string();
+    assert!(e.contains("not supported on cpu"), "{e}");
+}
+
+fn has(text: &str, line: &str) {
+    assert!(text.contains(line), "missing `{line}` in:\n{text}");
+}
+
+const SM80: PtxTarget = PtxTarget::sm(80);
+const SM90: PtxTarget = PtxTarget::sm(90);
+
+#[test]
+fn redux_f32_assembles_for_sm_100a_only() {
+    let k = redux_f32_kernel();
+    let t = lower_and_assemble(&k, PtxTarget::arch_specific(100));
+    for l in ["redux.sync.min.f32", "redux.sync.max.f32", "redux.sync.min.abs.NaN.f32", "redux.sync.max.abs.NaN.f32"] {
+        has(&t, l);
+    }
+    lower_and_assemble(&k, PtxTarget::arch_specific(103));
+    for t in [SM90, PtxTarget::arch_specific(90), PtxTarget::sm(100)] {
+        refused(&k, Some(t), "sm_100a");
+    }
+}
+
+#[test]
+fn l2_cache_hint_loads_and_atomics() {
+    let k = l2_hint_kernel();
+    let t = lower_and_assemble(&k, SM80);
+    has(&t, "createpolicy.fractional.L2::evict_last.b64");
+    has(&t, "ld.global.L2::cache_hint.u32");
+    has(&t, "atom.relaxed.sys.add.u32.global.L2::cache_hint");
+    has(&t, "red.relaxed.sys.add.f32.global.L2::cache_hint");
+    refused(&k, Some(PtxTarget::sm(75)), "sm_80");
+}
+
+#[test]
+fn b128_exchange_and_cas() {
+    let k = b128_kernel();
+    let t = lower_and_assemble(&k, SM90);
+    has(&t, "atom.exch.b128.global %q0");
+    has(&t, "atom.cas.b128.global %q0");
+    has(&t, "mov.b128 %q1, {");
+    refused(&k, Some(SM80), "sm_90");
+}
+
+#[test]
+fn packed_half_atomics_and_red() {
+    let f16 = packed_f16x2_kernel();
+    // sm_60 is the floor; ptxas 13.0 assembles nothing below sm_75.
+    let t = lower_and_assemble(&f16, PtxTarget::sm(75));
+    has(&t, "atom.add.noftz.f16x2.global");
+    has(&t, "red.add.noftz.f16x2.global");
+    has(&t, "red.add.noftz.f16x2.shared");
+    refused(&f16, Some(PtxTarget::sm(53)), "sm_60");
+    let bf16 = packed_bf16x2_kernel();
+    let t = lower_and_assemble(&bf16, SM90);
+    has(&t, "atom.add.noftz.bf16x2.global");
+    has(&t, "red.add.noftz.bf16x2.global");
+    refused(&bf16, Some(SM80), "sm_90");
+}
+
+#[test]
+fn shuffle_validity_predicate_and_vote_uni() {
+    let k = shuffle_valid_kernel();
+    let t = lower_and_assemble(&k, SM80);
+    has(&t, "shfl.sync.up.b32 %r");
+    assert!(t.lines().any(|l| l.contains("shfl.sync.down.b32") && l.contains('|')), "{t}");
+    let v = vote_uni_kernel();
+    has(&lower_and_assemble(&v, SM80), "vote.sync.uni.pred");
+    // Both run on the emulator too: no refusal there.
+    assert!(Device::cpu().trace(&k).is_ok() && Device::cpu().trace(&v).is_ok());
+}
+
+#[test]
+fn sync_restrict_and_proxy_acquire_release_fences() {
+    let k = sync_restrict_kernel();
+    let t = lower_and_assemble(&k, SM90);
+    has(&t, "fence.acquire.sync_restrict::shared::cluster.cluster;");
+    has(&t, "fence.release.sync_restrict::shared::cta.cluster;");
+    has(&t, "fence.proxy.async::generic.acquire.sync_restrict::shared::cluster.cluster;");
+    has(&t, "fence.proxy.async::generic.release.sync_restrict::shared::cta.cluster;");
+    refused(&k, Some(SM80), "sm_90");
+}
+
+#[test]
+fn tensormap_fences_and_copy() {
+    let k = tensormap_kernel();
+    let t = lower_and_assemble(&k, SM90);
+    has(&t, "fence.proxy.tensormap::generic.release.gpu;");
+    has(&t, "fence.proxy.tensormap::generic.acquire.gpu [%rd");
+    has(&t, "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned");
+    has(&t, ".shared .align 128 .b8"); // the copied map is 128-byte aligned
+    refused(&k, Some(SM80), "sm_90");
+}
+
+#[test]
+fn cluster_mbarriers_and_cluster_barrier() {
+    let k = cluster_mbarrier_kernel();
+    let t = lower_and_assemble(&k, SM90);
+    has(&t, "barrier.cluster.arrive.release;");
+    has(&t, "barrier.cluster.wait.acquire;");
+    has(&t, "mapa.shared::cluster.u64");
+    has(&t, "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%rd");
+    has(&t, "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64");
+    has(&t, "fence.mbarrier_init.release.cluster;");
+    refused(&k, Some(SM80), "sm_90");
+}
+
+#[test]
+fn try_wait_suspend_hint() {
+    let k = try_wait_hint_kernel();
+    let t = lower_and_assemble(&k, SM90);
+    assert!(
+        t.lines().any(|l| l.contains("mbarrier.try_wait.parity.shared.b64") && l.matches(',').count() == 3),
+        "no try_wait with a hint operand:\n{t}"
+    );
+    let e = k.trace(&Target::ptx(SM80)).unwrap_err().to_string();
+    assert!(e.contains("sm_90"), "{e}");
+    // The emulator runs it (the hint is only a hint).
+    let d = Device::cpu();
+    let out = d.zeros::<u32>(64).unwrap();
+    d.launch_grid(&k, 2, &[out.arg()]).unwrap();
+    assert_eq!(out.to_vec().unwrap(), vec![1; 64]);
+}
+
+/// `nvvm.breakpoint` (item 3): printed and assembled for every target ptxas 13.0 has (sm_75 up),
+/// never launched (the trap poisons the CUDA context).
+#[test]
+fn breakpoint_prints_the_timer_wait_then_trap() {
+    let k = breakpoint_kernel();
+    for target in [PtxTarget::sm(75), SM80, SM90, PtxTarget::arch_specific(100)] {
+        let t = lower_and_assemble(&k, target);
+        let body: Vec<&str> = t.lines().map(str::trim).collect();
+        let start = body.iter().position(|l| l.starts_with("mov.u64") && l.ends_with("%globaltimer;")).expect("timer");
+        let rest = &body[start..];
+        assert!(rest[1].starts_with("$L_breakpoint_") && rest[1].ends_with(':'), "{t}");
+        assert!(rest[2].ends_with("%globaltimer;") && rest[3].starts_with("sub.u64"), "{t}");
+        assert!(rest[4].starts_with("setp.lt.u64") && rest[4].ends_with(", 1000;"), "{t}");
+        assert!(rest[5].starts_with('@') && rest[6] == "trap;", "{t}");
+    }
+    refused(&k, None, "");
+}
+
+#[test]
+fn other_backends_refuse_every_new_family() {
+    for k in all_kernels() {
+        for t in [Target::metal(), Target::cpu(8), Target::cpu(32)] {
+            let e = k.trace(&t).expect_err("refused").to_string();
+            assert!(e.contains("not supported"), "{e}");
+        }
+    }
+}
