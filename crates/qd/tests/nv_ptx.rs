@@ -171,6 +171,12 @@ fn breakpoint_prints_the_timer_wait_then_trap() {
 
 #[test]
 fn other_backends_refuse_every_new_family() {
+    // The emulator wearing sm_90 traces what sm_90 has, then refuses to run it (no panic).
+    let worn = Device::from_name("cpu@cuda:sm_90").unwrap();
+    for k in all_kernels() {
+        let e = worn.compile(&k).expect_err("not emulated").to_string();
+        assert!(e.contains("not supported"), "{e}");
+    }
     for k in all_kernels() {
         for t in [Target::metal(), Target::cpu(8), Target::cpu(32)] {
             let e = k.trace(&t).expect_err("refused").to_string();

@@ -35,7 +35,7 @@ pub(crate) fn support(limits: &Limits, f: Feature) -> Support {
 }
 
 /// Why the emulator does not run an NVIDIA family it leaves to CUDA (`None`: it runs it).
-fn cuda_only(n: NvFeature) -> Option<&'static str> {
+pub(crate) fn cuda_only(n: NvFeature) -> Option<&'static str> {
     Some(match n {
         NvFeature::ReduxFloat => "float redux.sync is CUDA-only (sm_100a-class hardware; not emulated)",
         NvFeature::L2CacheHint => "L2 cache policies are CUDA-only (the emulator has no cache to hint)",

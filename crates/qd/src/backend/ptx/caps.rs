@@ -448,9 +448,9 @@ pub(crate) fn support(target: PtxTarget, f: crate::target::Feature) -> crate::ta
         | F::Values(_)
         | F::Storage(..)
         | F::OrderedAccess(..) => Support::Native,
-        F::AtomicRmw(_, DType::B128, _) | F::AtomicCas(DType::B128, _) => {
-            Support::unsupported("128-bit atomics are not lowered to PTX (no .b128 registers)")
-        }
+        F::AtomicRmw(_, DType::B128, _) | F::AtomicCas(DType::B128, _) => Support::unsupported(
+            "128-bit atomics on b128 elements are not lowered to PTX (qd::nv has them on u64 pairs)",
+        ),
         F::AtomicRmw(op, t, s) => {
             match AtomicModifier::from_ir(op, t, Ordering::Relaxed, Scope::Device, s.address_space()) {
                 Ok(m) if printer.atom_supported(&m) => Support::Native,
