@@ -205,7 +205,7 @@ fn sync_restrict_fences_run() {
     if !has_family(&d, NvFeature::SyncRestrict, &k) {
         return;
     }
-    let want: Vec<u32> = (0..128u32).map(|i| (i % 64 ^ 1) + 1).collect();
+    let want: Vec<u32> = (0..128u32).map(|i| ((i % 64) ^ 1) + 1).collect();
     let out = d.zeros::<u32>(128).unwrap();
     d.launch_grid(&k, 2, &[out.arg()]).unwrap();
     assert_eq!(out.to_vec().unwrap(), want);

@@ -433,7 +433,7 @@ impl Device {
         if k.launch != crate::ir::LaunchKind::Explicit {
             return Err(fail("a cluster launch takes an explicit kernel (Kernel::explicit)".into()));
         }
-        if !(1..=8).contains(&cluster) || grid % cluster != 0 {
+        if !(1..=8).contains(&cluster) || !grid.is_multiple_of(cluster) {
             return Err(fail(format!(
                 "clusters of {cluster} blocks: the size must be 1 to 8 and divide the grid of {grid} blocks"
             )));
