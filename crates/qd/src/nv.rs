@@ -2,12 +2,15 @@
 //! proxy fences; float `redux`, shuffles with their validity predicate and `vote.uni`
 //! (`nv/warp.rs`); cache-hinted loads and atomics, 128-bit and packed-half atomics, sync_restrict
 //! and tensormap fences (`nv/memory.rs`); cluster mbarriers, the cluster barrier and the
-//! `try_wait` suspend hint (`nv/cluster.rs`); and [`breakpoint`]. Each family is a capability of its own (`NvFeature`), at its PTX
-//! floor on CUDA.
+//! `try_wait` suspend hint (`nv/cluster.rs`); and [`breakpoint`]. Each family is a capability of
+//! its own (`NvFeature`), at its PTX floor on CUDA.
 //!
-//! Everything here needs the target's `nv` capability (CUDA, and the CPU emulator with 32-lane
-//! subgroups, which implements the same semantics so these kernels are tested without a GPU). On
-//! any other target each call is a trace-time error naming the op and the backend.
+//! The first families, the shuffle validity predicate, `vote.uni` and the suspend hint run on
+//! CUDA and on the CPU emulator with 32-lane subgroups, which implements the same semantics so
+//! these kernels are tested without a GPU. The others are CUDA-only: the emulator has no L2
+//! cache, no 128-bit memory cells, no proxies and no clusters, and float `redux.sync` exists only
+//! on sm_100a-class GPUs; their examples trace for a CUDA target and print PTX. On any target
+//! lacking a family each call is a trace-time error naming the op, the target and why.
 //!
 //! ```
 //! use qd::prelude::*;

@@ -72,27 +72,7 @@ fn l2_cache_hints_keep_load_and_atomic_semantics() {
     if !has_family(&d, NvFeature::L2CacheHint, &k) {
         return;
     }
-    let a: Vec<u32> = (0..N as u32).map(|i| 1 + i % 3).collect();
-    let da = d.array_from(&a).unwrap();
-    let (out, old, sum, fsum) = (
-        d.zeros::<u32>(N).unwrap(),
-        d.zeros::<u32>(N).unwrap(),
-        d.zeros::<u32>(1).unwrap(),
-        d.zeros::<f32>(1).unwrap(),
-    );
-    d.launch(&k, &[da.arg(), out.arg(), old.arg(), sum.arg(), fsum.arg()]).unwrap();
-    assert_eq!(out.to_vec().unwrap(), a);
-    let total: u32 = a.iter().sum();
-    assert_eq!(sum.to_vec().unwrap(), vec![total]);
-    let old = old.to_vec().unwrap();
-    let mut order: Vec<usize> = (0..N).collect();
-    order.sort_by_key(|&i| old[i]);
-    assert_eq!(old[order[0]], 0);
-    for w in order.windows(2) {
-        assert_eq!(old[w[1]], old[w[0]] + a[w[0]], "atomic adds lost or torn");
-    }
-    assert_eq!(old[order[N - 1]] + a[order[N - 1]], total);
-    assert_eq!(fsum.to_vec().unwrap(), vec![N as f32]);
+    run_l2_hint(&d);
 }
 
 /// `atom.exch.b128` / `atom.cas.b128` (sm_90): every old pair of the exchanges is whole (high ==
@@ -121,34 +101,13 @@ fn b128_exchange_and_cas_are_single_atomic_accesses() {
     assert_eq!(&p[2..4], &[N as u64, 2 * N as u64], "128-bit CAS loop");
 }
 
-fn f16x2(lo: f32, hi: f32) -> u32 {
-    u32::from(F16::from_f32(lo).0) | u32::from(F16::from_f32(hi).0) << 16
-}
-
-fn bf16x2(lo: f32, hi: f32) -> u32 {
-    u32::from(BF16::from_f32(lo).0) | u32::from(BF16::from_f32(hi).0) << 16
-}
-
-/// Packed atomics and `red` on global and shared words (2 blocks of 128 threads, every sum
-/// exact in the format): both halves of each word get every thread's addend, and the old low
-/// halves returned are 0..256 once each.
-fn check_packed(d: &Device, k: &Kernel, pack: fn(f32, f32) -> u32, lo_of: fn(u32) -> f32) {
-    let (acc, old, blocks) = (d.zeros::<u32>(2).unwrap(), d.zeros::<u32>(N).unwrap(), d.zeros::<u32>(2).unwrap());
-    d.launch_grid(k, 2, &[acc.arg(), old.arg(), blocks.arg()]).unwrap();
-    assert_eq!(acc.to_vec().unwrap(), vec![pack(256.0, 512.0), pack(128.0, -256.0)], "global atom and red");
-    assert_eq!(blocks.to_vec().unwrap(), vec![pack(128.0, 256.0); 2], "shared red");
-    let mut lows: Vec<f32> = old.to_vec().unwrap().into_iter().map(lo_of).collect();
-    lows.sort_by(f32::total_cmp);
-    assert_eq!(lows, (0..N).map(|i| i as f32).collect::<Vec<_>>(), "old values of the atom");
-}
-
 /// `atom.add.noftz.f16x2` and `red` (sm_60).
 #[test]
 fn packed_f16x2_atomics_add_both_halves() {
     let Some(d) = gpu() else { return };
     let k = packed_f16x2_kernel();
     if has_family(&d, NvFeature::PackedF16x2, &k) {
-        check_packed(&d, &k, f16x2, |w| F16(w as u16).to_f32());
+        run_packed(&d, &k, false);
     }
 }
 
@@ -158,7 +117,7 @@ fn packed_bf16x2_atomics_add_both_halves() {
     let Some(d) = gpu() else { return };
     let k = packed_bf16x2_kernel();
     if has_family(&d, NvFeature::PackedBf16x2, &k) {
-        check_packed(&d, &k, bf16x2, |w| BF16(w as u16).to_f32());
+        run_packed(&d, &k, true);
     }
 }
 
@@ -191,8 +150,7 @@ fn vote_uni_tells_uniform_warps() {
     }
     let out = d.zeros::<u32>(N).unwrap();
     d.launch(&k, &[out.arg()]).unwrap();
-    let want: Vec<u32> = (0..N).map(|i| u32::from((i / 32) % 2 == 0)).collect();
-    assert_eq!(out.to_vec().unwrap(), want);
+    assert_eq!(out.to_vec().unwrap(), vote_uni_expected(N));
 }
 
 /// The sync_restrict fences and the async-proxy acquire/release fences (sm_90, PTX 8.6): the

@@ -20,12 +20,17 @@ fn lower_and_assemble(k: &Kernel, target: PtxTarget) -> String {
     m.text
 }
 
-/// The family is refused on `below` (when given) and on the emulator, naming `why` on `below`.
-fn refused(k: &Kernel, below: Option<PtxTarget>, why: &str) {
+/// The family is refused on `below` (when given), naming `why`.
+fn refused_below(k: &Kernel, below: Option<PtxTarget>, why: &str) {
     if let Some(t) = below {
         let e = k.trace(&Target::ptx(t)).expect_err("refused below the floor").to_string();
         assert!(e.contains(why), "{t}: {e}");
     }
+}
+
+/// As [`refused_below`], and refused on the emulator (a CUDA-only family).
+fn refused(k: &Kernel, below: Option<PtxTarget>, why: &str) {
+    refused_below(k, below, why);
     let e = Device::cpu().trace(k).expect_err("CUDA-only").to_string();
     assert!(e.contains("not supported on cpu"), "{e}");
 }
@@ -58,7 +63,9 @@ fn l2_cache_hint_loads_and_atomics() {
     has(&t, "ld.global.L2::cache_hint.u32");
     has(&t, "atom.relaxed.sys.add.u32.global.L2::cache_hint");
     has(&t, "red.relaxed.sys.add.f32.global.L2::cache_hint");
-    refused(&k, Some(PtxTarget::sm(75)), "sm_80");
+    refused_below(&k, Some(PtxTarget::sm(75)), "sm_80");
+    // The emulator runs them as the plain accesses: the checks the GPU run makes.
+    run_l2_hint(&Device::cpu());
 }
 
 #[test]
@@ -79,12 +86,14 @@ fn packed_half_atomics_and_red() {
     has(&t, "atom.add.noftz.f16x2.global");
     has(&t, "red.add.noftz.f16x2.global");
     has(&t, "red.add.noftz.f16x2.shared");
-    refused(&f16, Some(PtxTarget::sm(53)), "sm_60");
+    refused_below(&f16, Some(PtxTarget::sm(53)), "sm_60");
+    run_packed(&Device::cpu(), &f16, false);
     let bf16 = packed_bf16x2_kernel();
     let t = lower_and_assemble(&bf16, SM90);
     has(&t, "atom.add.noftz.bf16x2.global");
     has(&t, "red.add.noftz.bf16x2.global");
-    refused(&bf16, Some(SM80), "sm_90");
+    refused_below(&bf16, Some(SM80), "sm_90");
+    run_packed(&Device::cpu(), &bf16, true);
 }
 
 #[test]
@@ -95,8 +104,14 @@ fn shuffle_validity_predicate_and_vote_uni() {
     assert!(t.lines().any(|l| l.contains("shfl.sync.down.b32") && l.contains('|')), "{t}");
     let v = vote_uni_kernel();
     has(&lower_and_assemble(&v, SM80), "vote.sync.uni.pred");
-    // Both run on the emulator too: no refusal there.
-    assert!(Device::cpu().trace(&k).is_ok() && Device::cpu().trace(&v).is_ok());
+    // Both run on the emulator too, as the GPU run checks them.
+    let d = Device::cpu();
+    let out = d.zeros::<u32>(4 * N).unwrap();
+    d.launch(&k, &[out.arg()]).unwrap();
+    assert_eq!(out.to_vec().unwrap(), shuffle_valid_expected(N));
+    let out = d.zeros::<u32>(N).unwrap();
+    d.launch(&v, &[out.arg()]).unwrap();
+    assert_eq!(out.to_vec().unwrap(), vote_uni_expected(N));
 }
 
 #[test]
@@ -173,12 +188,14 @@ fn breakpoint_prints_the_timer_wait_then_trap() {
 fn other_backends_refuse_every_new_family() {
     // The emulator wearing sm_90 traces what sm_90 has, then refuses to run it (no panic).
     let worn = Device::from_name("cpu@cuda:sm_90").unwrap();
-    for k in all_kernels() {
+    for k in cuda_only_kernels() {
         let e = worn.compile(&k).expect_err("not emulated").to_string();
         assert!(e.contains("not supported"), "{e}");
+        let e = Device::cpu().compile(&k).expect_err("CUDA-only").to_string();
+        assert!(e.contains("not supported on cpu"), "{e}");
     }
-    for k in all_kernels() {
-        for t in [Target::metal(), Target::cpu(8), Target::cpu(32)] {
+    for k in cuda_only_kernels().into_iter().chain(emulated_kernels()) {
+        for t in [Target::metal(), Target::cpu(8)] {
             let e = k.trace(&t).expect_err("refused").to_string();
             assert!(e.contains("not supported"), "{e}");
         }

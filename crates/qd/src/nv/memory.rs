@@ -2,8 +2,10 @@
 //! 128-bit compare-and-swap and exchange, packed `f16x2`/`bf16x2` atomics and `red`, the
 //! sync_restrict and async-proxy fences, and the tensormap proxy fences and copy.
 //!
-//! All are CUDA-only: the capability check refuses them on the emulator (no cache, 64-bit memory
-//! cells, no proxies) and on every other backend, so each example traces for a CUDA target.
+//! The emulator (32-lane subgroups) runs the cache-hinted accesses as the plain ones and the
+//! packed atomics with D5's 16-bit float add; the 128-bit atomics (its memory cells are 64-bit)
+//! and the proxy fences (it has no proxies) are CUDA-only: the capability check refuses them there
+//! and on every other backend, and their examples trace for a CUDA target.
 
 use super::{nv_op, require_nv};
 use crate::ir::{ArrayRef, AtomicOp, DType, L2Policy, NvOp, Ordering, PackedHalf, Scope, ValueId};
@@ -21,7 +23,8 @@ fn require_global<T: Scalar>(name: &str, elem: Elem<T>) -> bool {
 }
 
 /// Loads `elem` (global memory) with `.L2::cache_hint` under a `createpolicy` cache policy of
-/// `policy` (sm_80): the value is the plain load's; only where the line stays in L2 changes.
+/// `policy` (sm_80): the value is the plain load's; only where the line stays in L2 changes (the
+/// emulator, which has no L2, loads plainly).
 ///
 /// ```
 /// use qd::prelude::*;
@@ -30,14 +33,18 @@ fn require_global<T: Scalar>(name: &str, elem: Elem<T>) -> bool {
 ///     let a = k.array::<f32>("a");
 ///     let out = k.array::<f32>("out");
 ///     k.parallel_for(0, a.len(), |i| {
-///         out.set(i, qd::nv::load_l2_hint(a.at(i), qd::ir::L2Policy::EvictFirst));
+///         out.set(i, qd::nv::load_l2_hint(a.at(i), qd::ir::L2Policy::EvictFirst) * 2.0f32);
 ///     });
 /// });
+/// let d = Device::cpu();
+/// let (a, out) = (d.array_from(&[1.0f32; 32]).unwrap(), d.zeros::<f32>(32).unwrap());
+/// d.launch(&k, &[a.arg(), out.arg()]).unwrap();
+/// assert_eq!(out.to_vec().unwrap(), vec![2.0; 32]);
+/// // On CUDA (sm_80 and up):
 /// let ir = k.trace(&Target::ptx(PtxTarget::sm(80))).unwrap();
 /// let ptx = lower_kernel(&ir, &PtxTarget::sm(80)).unwrap().text;
 /// assert!(ptx.contains("createpolicy.fractional.L2::evict_first.b64"));
 /// assert!(ptx.contains("ld.global.L2::cache_hint.f32"));
-/// assert!(Device::cpu().trace(&k).is_err()); // CUDA-only
 /// ```
 #[track_caller]
 pub fn load_l2_hint<T: Scalar>(elem: Elem<T>, policy: L2Policy) -> Val<T> {
@@ -66,6 +73,10 @@ pub fn load_l2_hint<T: Scalar>(elem: Elem<T>, policy: L2Policy) -> Val<T> {
 ///         qd::nv::atomic_l2_hint(AtomicOp::Add, sum.at(0), 1u32, L2Policy::EvictLast);
 ///     });
 /// });
+/// let d = Device::cpu();
+/// let sum = d.zeros::<u32>(1).unwrap();
+/// d.launch(&k, &[sum.arg()]).unwrap();
+/// assert_eq!(sum.to_vec().unwrap(), vec![32]);
 /// let ir = k.trace(&Target::ptx(PtxTarget::sm(80))).unwrap();
 /// let ptx = lower_kernel(&ir, &PtxTarget::sm(80)).unwrap().text;
 /// assert!(ptx.contains("red.relaxed.sys.add.u32.global.L2::cache_hint"), "{ptx}");
@@ -126,6 +137,7 @@ fn atomic128(
 /// `atom.exch.b128` (sm_90): swaps the 16-byte pair `pair` of the u64 kernel array `array`
 /// (elements `2 * pair`, `2 * pair + 1`: 16-byte aligned, since device arrays are) with
 /// (`lo`, `hi`) as one atomic access, relaxed at device scope; returns the old (low, high).
+/// CUDA-only (the emulator's memory cells are 64-bit).
 ///
 /// ```
 /// use qd::prelude::*;
@@ -154,7 +166,7 @@ pub fn atomic_exch_b128(
 
 /// `atom.cas.b128` (sm_90): where the 16-byte pair `pair` of `array` equals `expected` (low,
 /// high), stores `desired`, as one atomic access (relaxed, device scope); returns the old pair.
-/// Layout and alignment as [`atomic_exch_b128`].
+/// Layout and alignment as [`atomic_exch_b128`]; CUDA-only.
 #[track_caller]
 pub fn atomic_cas_b128(
     array: Array<u64>,
@@ -190,6 +202,11 @@ fn packed_add(name: &'static str, half: PackedHalf, word: Elem<u32>, value: Val<
 ///         qd::nv::atomic_add_f16x2(acc.at(0), qd::nv::pack_f16x2(F16::from_f32(1.0), F16::from_f32(2.0)));
 ///     });
 /// });
+/// let d = Device::cpu();
+/// let acc = d.zeros::<u32>(1).unwrap();
+/// d.launch(&k, &[acc.arg()]).unwrap();
+/// let w = acc.to_vec().unwrap()[0];
+/// assert_eq!((F16(w as u16).to_f32(), F16((w >> 16) as u16).to_f32()), (32.0, 64.0));
 /// let ir = k.trace(&Target::ptx(PtxTarget::sm(80))).unwrap();
 /// assert!(lower_kernel(&ir, &PtxTarget::sm(80)).unwrap().text.contains("red.add.noftz.f16x2.global"));
 /// ```

@@ -1,5 +1,6 @@
 //! The kernels of the `qd::nv` families that only CUDA runs (issue 11, items 3 and 8), shared by
-//! `tests/nv_ptx.rs` (ptxas, every CI run) and `tests/cuda_nv.rs` (the GPU record).
+//! `tests/nv_ptx.rs` (ptxas and the emulator, every CI run) and `tests/cuda_nv.rs` (the GPU record),
+//! with the checks of the runs both make.
 #![allow(dead_code)] // each test binary uses its own subset
 
 use qd::ir::{AtomicOp, L2Policy, Ordering, Scope, ShuffleKind};
@@ -142,6 +143,11 @@ pub fn vote_uni_kernel() -> Kernel {
     })
 }
 
+/// Host reference of [`vote_uni_kernel`] for `n` threads.
+pub fn vote_uni_expected(n: usize) -> Vec<u32> {
+    (0..n).map(|i| u32::from((i / 32) % 2 == 0)).collect()
+}
+
 /// A message through shared memory ordered by the sync_restrict fences (and the async-proxy
 /// ones): `out[t] = shared[t ^ 1] + 1`.
 pub fn sync_restrict_kernel() -> Kernel {
@@ -250,17 +256,78 @@ pub fn breakpoint_kernel() -> Kernel {
     })
 }
 
-/// Every kernel above that only CUDA runs.
-pub fn all_kernels() -> Vec<Kernel> {
+/// Every kernel above that only CUDA runs (the emulator refuses them).
+pub fn cuda_only_kernels() -> Vec<Kernel> {
     vec![
         redux_f32_kernel(),
-        l2_hint_kernel(),
         b128_kernel(),
-        packed_f16x2_kernel(),
-        packed_bf16x2_kernel(),
         sync_restrict_kernel(),
         tensormap_kernel(),
         cluster_mbarrier_kernel(),
         breakpoint_kernel(),
     ]
+}
+
+/// Every kernel above that the emulator with 32-lane subgroups runs too.
+pub fn emulated_kernels() -> Vec<Kernel> {
+    vec![
+        l2_hint_kernel(),
+        packed_f16x2_kernel(),
+        packed_bf16x2_kernel(),
+        shuffle_valid_kernel(),
+        vote_uni_kernel(),
+        try_wait_hint_kernel(),
+    ]
+}
+
+/// Runs [`l2_hint_kernel`] on `d` and checks it: the hinted loads return the array; the hinted
+/// atomic adds are atomic (sorted by old value, each thread's old + its addend is the next
+/// thread's old, and the last one's is the final sum); the hinted `red` adds 1.0 per thread.
+pub fn run_l2_hint(d: &Device) {
+    let k = l2_hint_kernel();
+    let a: Vec<u32> = (0..N as u32).map(|i| 1 + i % 3).collect();
+    let da = d.array_from(&a).unwrap();
+    let (out, old, sum, fsum) = (
+        d.zeros::<u32>(N).unwrap(),
+        d.zeros::<u32>(N).unwrap(),
+        d.zeros::<u32>(1).unwrap(),
+        d.zeros::<f32>(1).unwrap(),
+    );
+    d.launch(&k, &[da.arg(), out.arg(), old.arg(), sum.arg(), fsum.arg()]).unwrap();
+    assert_eq!(out.to_vec().unwrap(), a);
+    let total: u32 = a.iter().sum();
+    assert_eq!(sum.to_vec().unwrap(), vec![total]);
+    let old = old.to_vec().unwrap();
+    let mut order: Vec<usize> = (0..N).collect();
+    order.sort_by_key(|&i| old[i]);
+    assert_eq!(old[order[0]], 0);
+    for w in order.windows(2) {
+        assert_eq!(old[w[1]], old[w[0]] + a[w[0]], "atomic adds lost or torn");
+    }
+    assert_eq!(old[order[N - 1]] + a[order[N - 1]], total);
+    assert_eq!(fsum.to_vec().unwrap(), vec![N as f32]);
+}
+
+fn f16x2(lo: f32, hi: f32) -> u32 {
+    u32::from(F16::from_f32(lo).0) | u32::from(F16::from_f32(hi).0) << 16
+}
+
+fn bf16x2(lo: f32, hi: f32) -> u32 {
+    u32::from(BF16::from_f32(lo).0) | u32::from(BF16::from_f32(hi).0) << 16
+}
+
+/// Runs [`packed_f16x2_kernel`] (`bf16`: [`packed_bf16x2_kernel`]) `k` on `d` and checks it: packed
+/// atomics and `red` on global and shared words (2 blocks of 128 threads, every sum
+/// exact in the format): both halves of each word get every thread's addend, and the old low
+/// halves returned are 0..256 once each.
+pub fn run_packed(d: &Device, k: &Kernel, bf16: bool) {
+    let (pack, lo_of): (fn(f32, f32) -> u32, fn(u32) -> f32) =
+        if bf16 { (bf16x2, |w| BF16(w as u16).to_f32()) } else { (f16x2, |w| F16(w as u16).to_f32()) };
+    let (acc, old, blocks) = (d.zeros::<u32>(2).unwrap(), d.zeros::<u32>(N).unwrap(), d.zeros::<u32>(2).unwrap());
+    d.launch_grid(k, 2, &[acc.arg(), old.arg(), blocks.arg()]).unwrap();
+    assert_eq!(acc.to_vec().unwrap(), vec![pack(256.0, 512.0), pack(128.0, -256.0)], "global atom and red");
+    assert_eq!(blocks.to_vec().unwrap(), vec![pack(128.0, 256.0); 2], "shared red");
+    let mut lows: Vec<f32> = old.to_vec().unwrap().into_iter().map(lo_of).collect();
+    lows.sort_by(f32::total_cmp);
+    assert_eq!(lows, (0..N).map(|i| i as f32).collect::<Vec<_>>(), "old values of the atom");
 }

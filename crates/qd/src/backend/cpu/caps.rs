@@ -38,9 +38,7 @@ pub(crate) fn support(limits: &Limits, f: Feature) -> Support {
 pub(crate) fn cuda_only(n: NvFeature) -> Option<&'static str> {
     Some(match n {
         NvFeature::ReduxFloat => "float redux.sync is CUDA-only (sm_100a-class hardware; not emulated)",
-        NvFeature::L2CacheHint => "L2 cache policies are CUDA-only (the emulator has no cache to hint)",
         NvFeature::Atomic128 => "128-bit atomics are CUDA-only (the emulator's memory cells are 64-bit)",
-        NvFeature::PackedF16x2 | NvFeature::PackedBf16x2 => "packed half-precision atomics are CUDA-only",
         NvFeature::SyncRestrict | NvFeature::TensormapProxy => {
             "cluster, async-proxy and tensormap-proxy fences are CUDA-only (the emulator has no proxies)"
         }

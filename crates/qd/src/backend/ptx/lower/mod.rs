@@ -18,7 +18,8 @@
 //! allocation and line helpers, and the per-instruction dispatch; the topic files hold the rest:
 //! `arith.rs` (D5 arithmetic, comparisons, conversions), `memory.rs` (addresses, loads, stores),
 //! `atomic.rs` (read-modify-writes, CAS and CAS loops), `subgroup.rs` (shuffles, special
-//! registers, the NVIDIA-only families and mbarriers), `nv.rs` (the `qd::nv` families beyond those) and `control.rs` (structured control flow).
+//! registers, the NVIDIA-only families and mbarriers), `nv.rs` (the `qd::nv` families beyond
+//! those) and `control.rs` (structured control flow).
 
 mod arith;
 mod atomic;
