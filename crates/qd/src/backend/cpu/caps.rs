@@ -34,7 +34,7 @@ pub(crate) fn support(limits: &Limits, f: Feature) -> Support {
     }
 }
 
-/// Why the emulator does not run an NVIDIA family it leaves to CUDA (`None`: it runs it).
+/// Why the emulator does not run an NVIDIA family it leaves to CUDA (`None`: it runs it; D15).
 pub(crate) fn cuda_only(n: NvFeature) -> Option<&'static str> {
     Some(match n {
         NvFeature::ReduxFloat => "float redux.sync is CUDA-only (sm_100a-class hardware; not emulated)",
