@@ -321,8 +321,8 @@ fn bf16x2(lo: f32, hi: f32) -> u32 {
 /// exact in the format): both halves of each word get every thread's addend, and the old low
 /// halves returned are 0..256 once each.
 pub fn run_packed(d: &Device, k: &Kernel, bf16: bool) {
-    let (pack, lo_of): (fn(f32, f32) -> u32, fn(u32) -> f32) =
-        if bf16 { (bf16x2, |w| BF16(w as u16).to_f32()) } else { (f16x2, |w| F16(w as u16).to_f32()) };
+    let pack = if bf16 { bf16x2 } else { f16x2 };
+    let lo_of = |w: u32| if bf16 { BF16(w as u16).to_f32() } else { F16(w as u16).to_f32() };
     let (acc, old, blocks) = (d.zeros::<u32>(2).unwrap(), d.zeros::<u32>(N).unwrap(), d.zeros::<u32>(2).unwrap());
     d.launch_grid(k, 2, &[acc.arg(), old.arg(), blocks.arg()]).unwrap();
     assert_eq!(acc.to_vec().unwrap(), vec![pack(256.0, 512.0), pack(128.0, -256.0)], "global atom and red");
