@@ -221,11 +221,12 @@ pub fn cluster_mbarrier_kernel() -> Kernel {
 /// What a bounded wait stores when the barrier never completed.
 pub const TIMED_OUT: u32 = 0xDEAD;
 
-/// Calls `try_wait` until it is true or 2^20 times; whether it became true.
+/// Calls `try_wait` until it is true or 2^16 times; whether it became true. (A `try_wait` may
+/// suspend the thread for a while; 2^16 keeps a broken barrier to about a second, not a hang.)
 fn bounded_wait(try_wait: impl Fn() -> Val<bool>) -> Val<bool> {
     let (done, spins) = (var(false), var(0u32));
     while_(
-        || !done.get() & spins.get().lt(1u32 << 20),
+        || !done.get() & spins.get().lt(1u32 << 16),
         || {
             done.set(try_wait());
             spins.set(spins.get() + 1u32);
@@ -243,7 +244,7 @@ pub fn try_wait_hint_kernel() -> Kernel {
         if_(t.eq(0), || nv::mbarrier_init(bar.at(0), 32u32));
         block::sync();
         nv::mbarrier_arrive(bar.at(0));
-        let done = bounded_wait(|| nv::mbarrier_try_wait_parity_hint(bar.at(0), 0u32, 100_000u32));
+        let done = bounded_wait(|| nv::mbarrier_try_wait_parity_hint(bar.at(0), 0u32, 10_000u32));
         out.set(block::block_idx() * 32 + t, select(done, 1u32, TIMED_OUT));
     })
 }
