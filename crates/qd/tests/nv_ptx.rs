@@ -201,3 +201,55 @@ fn other_backends_refuse_every_new_family() {
         }
     }
 }
+
+/// Each misuse the front end catches is a trace error naming the op and what was wrong, at the
+/// user's line.
+#[test]
+fn misuses_are_trace_errors() {
+    use qd::ir::{AtomicOp, L2Policy, Ordering, Scope};
+    use qd::nv;
+    let sm90 = Target::ptx(SM90);
+    let err = |k: Kernel| k.trace(&sm90).expect_err("refused").to_string();
+    let e = err(Kernel::explicit("hint_mul", 32, |k| {
+        let a = k.array::<u32>("a");
+        nv::atomic_l2_hint(AtomicOp::Mul, a.at(0), 2u32, L2Policy::EvictFirst);
+    }));
+    assert!(e.contains("atomic_mul on u32 has no native PTX atom") && e.contains("nv_ptx.rs:"), "{e}");
+    let e = err(Kernel::explicit("hint_shared", 32, |_| {
+        let s = block::shared_array::<u32>(32);
+        nv::load_l2_hint(s.at(0), L2Policy::EvictFirst);
+    }));
+    assert!(e.contains("needs an element of a kernel array"), "{e}");
+    let e = err(Kernel::explicit("b128_shared", 32, |_| {
+        let s = block::shared_array::<u64>(4);
+        nv::atomic_exch_b128(s, 0u32, 1u64, 2u64);
+    }));
+    assert!(e.contains("nv.atomic_exch_b128") && e.contains("kernel array"), "{e}");
+    let e = err(Kernel::explicit("restrict_acq_rel", 32, |_| nv::fence_sync_restrict(Ordering::AcqRel)));
+    assert!(e.contains("an acquire or a release fence, not acq_rel"), "{e}");
+    let e = err(Kernel::explicit("tmap_thread", 32, |_| nv::tensormap_fence_release(Scope::Thread)));
+    assert!(e.contains("block, cluster, device or system scope"), "{e}");
+    let e = err(Kernel::explicit("tmap_src", 32, |k| {
+        let a = k.array::<u64>("a");
+        nv::tensormap_copy_fence(a.at(0), a.at(16), Scope::Device);
+    }));
+    assert!(e.contains("copies from a shared array element"), "{e}");
+    let e = err(Kernel::explicit("packed_local", 32, |_| {
+        let l = local_array::<u32>(1);
+        nv::atomic_add_f16x2(l.at(0), 0u32);
+    }));
+    assert!(e.contains("global or shared memory"), "{e}");
+    let e = err(Kernel::explicit("remote_global", 32, |k| {
+        let a = k.array::<u64>("a");
+        nv::mbarrier_arrive_cluster(a.at(0), 1u32);
+    }));
+    assert!(e.contains("shared memory"), "{e}");
+    // A cluster launch on a device without clusters, and one whose size does not divide the grid.
+    let k = try_wait_hint_kernel();
+    let d = Device::cpu();
+    let out = d.zeros::<u32>(64).unwrap();
+    let e = d.launch_cluster(&k, 2, 2, &[out.arg()]).unwrap_err().to_string();
+    assert!(e.contains("thread-block clusters are a CUDA feature"), "{e}");
+    let e = d.launch_cluster(&k, 3, 2, &[out.arg()]).unwrap_err().to_string();
+    assert!(e.contains("divide the grid"), "{e}");
+}
