@@ -935,6 +935,50 @@ fn goldens() -> Vec<Golden> {
                 Ok(v)
             },
         },
+        // ----- forms only qd::nv reaches (backend/ptx/nvops.rs) ---------------------------
+        Golden {
+            name: "createpolicy_evict_last",
+            target: SM80,
+            version: "7.4",
+            expect: &["createpolicy.fractional.L2::evict_last.b64 %rd1, 1.0;"],
+            emit: |p| one(p.createpolicy(qd::ir::L2Policy::EvictLast, "%rd1")),
+        },
+        Golden {
+            name: "ld_l2_cache_hint",
+            target: SM80,
+            version: "7.4",
+            expect: &["ld.global.L2::cache_hint.u32 %r1, [%rd2], %rd1;"],
+            emit: |p| one(p.ld_cache_hint(AtomSpace::Global, "u32", "%r1", "[%rd2]", "%rd1")),
+        },
+        Golden {
+            name: "barrier_cluster_release_acquire",
+            target: SM90,
+            version: "8.0",
+            expect: &["barrier.cluster.arrive.release;", "barrier.cluster.wait.acquire;"],
+            emit: |p| p.cluster_sync(),
+        },
+        Golden {
+            name: "mapa_shared_cluster",
+            target: SM90,
+            version: "7.8",
+            expect: &["mapa.shared::cluster.u64 %rd1, %rd2, %r1;"],
+            emit: |p| one(p.mapa_shared_cluster("%rd1", "%rd2", "%r1")),
+        },
+        Golden {
+            name: "nvvm_breakpoint",
+            target: SM80,
+            version: "7.0",
+            expect: &[
+                "mov.u64 %rd1, %globaltimer;",
+                "$L_bp:",
+                "mov.u64 %rd2, %globaltimer;",
+                "sub.u64 %rd2, %rd2, %rd1;",
+                "setp.lt.u64 %p1, %rd2, 1000;",
+                "@%p1 bra $L_bp;",
+                "trap;",
+            ],
+            emit: |p| p.breakpoint("%rd1", "%rd2", "%p1", "$L_bp"),
+        },
     ]
 }
 
