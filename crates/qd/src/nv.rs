@@ -1,9 +1,16 @@
 //! NVIDIA-only families (seed 004): `match`, `redux`, `elect`, special registers, mbarriers and
-//! proxy fences.
+//! proxy fences; float `redux`, shuffles with their validity predicate and `vote.uni`
+//! (`nv/warp.rs`); cache-hinted loads and atomics, 128-bit and packed-half atomics, sync_restrict
+//! and tensormap fences (`nv/memory.rs`); cluster mbarriers, the cluster barrier and the
+//! `try_wait` suspend hint (`nv/cluster.rs`); and [`breakpoint`]. Each family is a capability of
+//! its own (`NvFeature`), at its PTX floor on CUDA.
 //!
-//! Everything here needs the target's `nv` capability (CUDA, and the CPU emulator with 32-lane
-//! subgroups, which implements the same semantics so these kernels are tested without a GPU). On
-//! any other target each call is a trace-time error naming the op and the backend.
+//! The first families, the shuffle validity predicate, `vote.uni` and the suspend hint run on
+//! CUDA and on the CPU emulator with 32-lane subgroups, which implements the same semantics so
+//! these kernels are tested without a GPU. The others are CUDA-only: the emulator has no L2
+//! cache, no 128-bit memory cells, no proxies and no clusters, and float `redux.sync` exists only
+//! on sm_100a-class GPUs; their examples trace for a CUDA target and print PTX. On any target
+//! lacking a family each call is a trace-time error naming the op, the target and why.
 //!
 //! ```
 //! use qd::prelude::*;
@@ -19,6 +26,14 @@
 //! d.launch(&k, &[out.arg()]).unwrap();
 //! assert_eq!(out.to_vec().unwrap(), vec![32; 32]);
 //! ```
+
+mod cluster;
+mod memory;
+mod warp;
+
+pub use cluster::*;
+pub use memory::*;
+pub use warp::*;
 
 use crate::ir::{DType, InstKind, NvOp, NvSreg, Ordering, ReduxOp, Scope, Special};
 use crate::target::{Feature, NvFeature};
@@ -290,5 +305,32 @@ pub fn proxy_fence(kind: &str) {
     }
     if require_nv("nv.proxy_fence", NvFeature::ProxyFence) {
         nv_op(NvOp::ProxyFence(kind.to_string()), &[], vec![], None);
+    }
+}
+
+/// Seed 004's `nvvm.breakpoint`: a short busy-wait on `%globaltimer` (about a microsecond, so
+/// stores already issued drain and a debugger can attach), then `trap`.
+///
+/// The trap ends the launch with an error and leaves the CUDA context unusable for the rest of
+/// the process: no test or conformance case launches it; the tests print it and assemble it with
+/// ptxas. CUDA-only (the capability check refuses it on the emulator and elsewhere).
+///
+/// ```
+/// use qd::prelude::*;
+/// use qd::backend::{ptx::{lower_kernel, PtxTarget}, Target};
+/// let k = Kernel::range("stop", 32, |k| {
+///     let a = k.array::<u32>("a");
+///     k.parallel_for(0, a.len(), |i| if_(a.get(i).eq(0), qd::nv::breakpoint));
+/// });
+/// let ir = k.trace(&Target::ptx(PtxTarget::sm(80))).unwrap();
+/// let ptx = lower_kernel(&ir, &PtxTarget::sm(80)).unwrap().text;
+/// assert!(ptx.contains("%globaltimer") && ptx.contains("trap;"));
+/// assert!(Device::cpu().trace(&k).is_err());
+/// ```
+#[track_caller]
+pub fn breakpoint() {
+    let _op = op_scope("nv.breakpoint");
+    if require_nv("nv.breakpoint", NvFeature::Breakpoint) {
+        nv_op(NvOp::Breakpoint, &[], vec![], None);
     }
 }

@@ -935,6 +935,50 @@ fn goldens() -> Vec<Golden> {
                 Ok(v)
             },
         },
+        // ----- forms only qd::nv reaches (backend/ptx/nvops.rs) ---------------------------
+        Golden {
+            name: "createpolicy_evict_last",
+            target: SM80,
+            version: "7.4",
+            expect: &["createpolicy.fractional.L2::evict_last.b64 %rd1, 1.0;"],
+            emit: |p| one(p.createpolicy(qd::ir::L2Policy::EvictLast, "%rd1")),
+        },
+        Golden {
+            name: "ld_l2_cache_hint",
+            target: SM80,
+            version: "7.4",
+            expect: &["ld.global.L2::cache_hint.u32 %r1, [%rd2], %rd1;"],
+            emit: |p| one(p.ld_cache_hint(AtomSpace::Global, "u32", "%r1", "[%rd2]", "%rd1")),
+        },
+        Golden {
+            name: "barrier_cluster_release_acquire",
+            target: SM90,
+            version: "8.0",
+            expect: &["barrier.cluster.arrive.release;", "barrier.cluster.wait.acquire;"],
+            emit: |p| p.cluster_sync(),
+        },
+        Golden {
+            name: "mapa_shared_cluster",
+            target: SM90,
+            version: "7.8",
+            expect: &["mapa.shared::cluster.u64 %rd1, %rd2, %r1;"],
+            emit: |p| one(p.mapa_shared_cluster("%rd1", "%rd2", "%r1")),
+        },
+        Golden {
+            name: "nvvm_breakpoint",
+            target: SM80,
+            version: "7.0",
+            expect: &[
+                "mov.u64 %rd1, %globaltimer;",
+                "$L_bp:",
+                "mov.u64 %rd2, %globaltimer;",
+                "sub.u64 %rd2, %rd2, %rd1;",
+                "setp.lt.u64 %p1, %rd2, 1000;",
+                "@%p1 bra $L_bp;",
+                "trap;",
+            ],
+            emit: |p| p.breakpoint("%rd1", "%rd2", "%p1", "$L_bp"),
+        },
     ]
 }
 
@@ -1753,4 +1797,29 @@ fn ptxas_version_floors_are_tight() {
         }
     }
     assert!(loose.is_empty(), "feature floors above what ptxas needs:\n{}", loose.join("\n"));
+}
+
+// ----- library ops at the seed's strength ---------------------------------------------------
+
+/// Seed 002: `subgroup.mem_fence()` is `__threadfence_block()` on CUDA (`nvvm.membar.cta`), i.e.
+/// `membar.cta` = `fence.sc.cta` on sm_70+, not the weaker `fence.acq_rel.cta`; pinned on a whole
+/// kernel lowered from the library call, then assembled (D9).
+#[test]
+fn subgroup_mem_fence_is_fence_sc_cta() {
+    use qd::prelude::*;
+    let k = Kernel::explicit("sg_fence", 32, |k| {
+        let out = k.array::<u32>("out");
+        out.set(block::thread_idx(), 1u32);
+        subgroup::mem_fence();
+    });
+    for target in [SM80, SM90] {
+        let ir = k.trace(&qd::backend::Target::ptx(target)).unwrap();
+        let m = qd::backend::ptx::lower::lower_kernel(&ir, &target).unwrap();
+        let fences: Vec<&str> =
+            m.text.lines().map(str::trim).filter(|l| l.starts_with("fence") || l.starts_with("membar")).collect();
+        assert_eq!(fences, ["fence.sc.cta;"], "{target}:\n{}", m.text);
+        if let Some(ptxas) = Ptxas::find() {
+            ptxas.assert_assembles("sg_fence", &target.to_string(), &m.text);
+        }
+    }
 }

@@ -342,6 +342,96 @@ pub enum NvOp {
     MbarrierInval,
     /// A proxy fence, spelled as its PTX operation suffix (`async.shared::cta`, ...).
     ProxyFence(String),
+    /// `redux.sync` of an f32 over the full warp (sm_100a-class targets).
+    ReduxF32(ReduxFloatOp),
+    /// A load with `.L2::cache_hint`, its policy made by `createpolicy` (dsts: the value).
+    LoadL2Hint(L2Policy),
+    /// A system-scope atomic with `.L2::cache_hint` on global memory (args: the operand; dsts: the
+    /// old value, or none when unused, printed as `red`).
+    AtomicL2Hint(AtomicOp, L2Policy),
+    /// `atom.exch.b128` on the 16-byte pair at `place` (the low u64; args: new low, high; dsts:
+    /// old low, high).
+    Exch128,
+    /// `atom.cas.b128` (args: expected low, high, desired low, high; dsts: old low, high).
+    Cas128,
+    /// `atom.add.noftz` (or `red`, no dsts) of two packed halves in the u32 word at `place`.
+    PackedAdd(PackedHalf),
+    /// `fence.{acquire,release}.sync_restrict::shared::{cluster,cta}.cluster`.
+    FenceSyncRestrict(Ordering),
+    /// `fence.proxy.async::generic.{acquire,release}.sync_restrict::shared::{cluster,cta}.cluster`.
+    ProxyAsyncFence(Ordering),
+    /// `fence.proxy.tensormap::generic.release.<scope>`.
+    TensormapRelease(Scope),
+    /// `fence.proxy.tensormap::generic.acquire.<scope> [place], 128` (a global address).
+    TensormapAcquire(Scope),
+    /// `tensormap.cp_fenceproxy` of 128 bytes from shared array `src` (args: the element index)
+    /// to the global `place`, with a release at `scope`.
+    TensormapCopy {
+        /// The release's scope.
+        scope: Scope,
+        /// The shared array the bytes come from.
+        src: ArrayRef,
+    },
+    /// `barrier.cluster.arrive.release` then `barrier.cluster.wait.acquire` (every thread of the
+    /// cluster).
+    ClusterSync,
+    /// `mbarrier.arrive.release.cluster.shared::cluster` on the barrier at `place` of the CTA whose
+    /// cluster rank is args[0] (`mapa`).
+    MbarrierArriveCluster,
+    /// `mbarrier.try_wait.parity.acquire.cluster` (args: parity; dsts: done).
+    MbarrierTryWaitParityCluster,
+    /// `mbarrier.try_wait.parity` with a suspend-time hint (args: parity, nanoseconds; dsts: done).
+    MbarrierTryWaitParityHint,
+    /// `nvvm.breakpoint`: a short `%globaltimer` busy-wait, then `trap` (ends the launch with an
+    /// error and poisons the CUDA context).
+    Breakpoint,
+}
+
+/// Float `redux.sync` operations (sm_100a-class).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReduxFloatOp {
+    /// `.min.f32`.
+    Min,
+    /// `.max.f32`.
+    Max,
+    /// `.min.abs.NaN.f32`: the minimum magnitude, NaN if any lane holds NaN.
+    MinAbsNan,
+    /// `.max.abs.NaN.f32`.
+    MaxAbsNan,
+}
+
+/// The L2 eviction priority of a `createpolicy.fractional` cache policy (fraction 1.0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum L2Policy {
+    /// `L2::evict_first`: streamed data.
+    EvictFirst,
+    /// `L2::evict_last`: data reused soon.
+    EvictLast,
+    /// `L2::evict_normal`.
+    EvictNormal,
+    /// `L2::evict_unchanged`.
+    EvictUnchanged,
+}
+
+impl L2Policy {
+    /// The PTX qualifier (`evict_last`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            L2Policy::EvictFirst => "evict_first",
+            L2Policy::EvictLast => "evict_last",
+            L2Policy::EvictNormal => "evict_normal",
+            L2Policy::EvictUnchanged => "evict_unchanged",
+        }
+    }
+}
+
+/// The packed 16-bit float pair of a packed atomic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PackedHalf {
+    /// `.f16x2`.
+    F16x2,
+    /// `.bf16x2`.
+    BF16x2,
 }
 
 /// `redux.sync` operations.
@@ -700,7 +790,9 @@ impl InstKind {
         use InstKind::*;
         match self {
             Shuffle { .. } | Broadcast { .. } | Ballot { .. } | Vote { .. } | SubgroupBarrier => true,
-            Nv { op, .. } => matches!(op, NvOp::MatchAny | NvOp::MatchAll | NvOp::Redux(_) | NvOp::Elect),
+            Nv { op, .. } => {
+                matches!(op, NvOp::MatchAny | NvOp::MatchAll | NvOp::Redux(_) | NvOp::ReduxF32(_) | NvOp::Elect)
+            }
             _ => false,
         }
     }

@@ -2,7 +2,7 @@
 //! [`crate::target::check`].
 
 use super::{ArrayRef, Inst, InstKind, Kernel, LoadKind, NvOp, StoreKind};
-use crate::ir::{DType, NvSreg, Scope};
+use crate::ir::{DType, NvSreg, PackedHalf, Scope};
 use crate::target::{Feature, MemSpace, NvFeature};
 
 /// The capability space of an array (`None`: per-thread memory, which is private).
@@ -24,6 +24,18 @@ pub(crate) fn nv_feature(op: &NvOp) -> NvFeature {
         NvOp::MbarrierTryWaitParity => NvFeature::MbarrierTryWait,
         NvOp::MbarrierArriveExpectTx | NvOp::MbarrierExpectTx | NvOp::MbarrierCompleteTx => NvFeature::MbarrierTx,
         NvOp::ProxyFence(_) => NvFeature::ProxyFence,
+        NvOp::ReduxF32(_) => NvFeature::ReduxFloat,
+        NvOp::LoadL2Hint(_) | NvOp::AtomicL2Hint(..) => NvFeature::L2CacheHint,
+        NvOp::Exch128 | NvOp::Cas128 => NvFeature::Atomic128,
+        NvOp::PackedAdd(PackedHalf::F16x2) => NvFeature::PackedF16x2,
+        NvOp::PackedAdd(PackedHalf::BF16x2) => NvFeature::PackedBf16x2,
+        NvOp::FenceSyncRestrict(_) | NvOp::ProxyAsyncFence(_) => NvFeature::SyncRestrict,
+        NvOp::TensormapRelease(_) | NvOp::TensormapAcquire(_) | NvOp::TensormapCopy { .. } => NvFeature::TensormapProxy,
+        NvOp::ClusterSync | NvOp::MbarrierArriveCluster | NvOp::MbarrierTryWaitParityCluster => {
+            NvFeature::ClusterMbarrier
+        }
+        NvOp::MbarrierTryWaitParityHint => NvFeature::MbarrierTryWait,
+        NvOp::Breakpoint => NvFeature::Breakpoint,
     }
 }
 

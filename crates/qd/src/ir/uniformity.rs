@@ -169,7 +169,7 @@ impl Analysis {
             SubgroupBarrier | Fence { .. } => {}
             Nv { op, dsts, .. } => {
                 let u = match op {
-                    NvOp::MatchAll | NvOp::Redux(_) => Subgroup,
+                    NvOp::MatchAll | NvOp::Redux(_) | NvOp::ReduxF32(_) => Subgroup,
                     _ => Varying,
                 };
                 for d in dsts {

@@ -51,6 +51,15 @@ pub(crate) trait Runtime: Send + Sync {
         Ok(start.elapsed())
     }
 
+    /// Runs `kernel` on `grid` blocks grouped in thread-block clusters of `cluster` blocks (checked:
+    /// `grid` a multiple of `cluster`, at most 8) and waits for it. Only CUDA has clusters.
+    fn launch_cluster(&self, kernel: &dyn RuntimeKernel, _grid: u32, _cluster: u32, _args: &[Arg]) -> Result<()> {
+        Err(Error::Launch {
+            kernel: kernel.kernel().name.clone(),
+            message: "thread-block clusters are a CUDA feature (sm_90); this device has none".into(),
+        })
+    }
+
     /// How many blocks of `kernel` run at once on one multiprocessor, when the driver says.
     fn max_active_blocks(&self, _kernel: &dyn RuntimeKernel) -> Result<Option<u32>> {
         Ok(None)
@@ -423,6 +432,28 @@ impl Device {
         }
         self.check_args(k, args)?;
         self.inner.runtime.launch(compiled.exec.as_ref(), grid, args)
+    }
+
+    /// Launches an explicit kernel on `grid` blocks grouped in thread-block clusters of `cluster`
+    /// consecutive blocks (CUDA, sm_90: `cuLaunchKernelEx` with the cluster-dimension attribute),
+    /// which the cluster forms of `qd::nv` (`cluster_sync`, `mbarrier_arrive_cluster`, ...) need.
+    /// `grid` must be a multiple of `cluster`, and `cluster` at most 8 (the portable cluster size);
+    /// other devices have no clusters. Errors are those of [`launch_grid`](Device::launch_grid),
+    /// plus [`Error::Launch`] for a cluster size that does not fit.
+    pub fn launch_cluster(&self, kernel: &Kernel, grid: Grid, cluster: u32, args: &[Arg]) -> Result<()> {
+        let compiled = self.compile(kernel)?;
+        let k = compiled.kernel();
+        let fail = |message: String| Error::Launch { kernel: k.name.clone(), message };
+        if k.launch != crate::ir::LaunchKind::Explicit {
+            return Err(fail("a cluster launch takes an explicit kernel (Kernel::explicit)".into()));
+        }
+        if !(1..=8).contains(&cluster) || !grid.is_multiple_of(cluster) {
+            return Err(fail(format!(
+                "clusters of {cluster} blocks: the size must be 1 to 8 and divide the grid of {grid} blocks"
+            )));
+        }
+        self.check_args(k, args)?;
+        self.inner.runtime.launch_cluster(compiled.exec.as_ref(), grid, cluster, args)
     }
 
     /// Launches `kernel` once, waits for it, and returns how long it ran: a range kernel with

@@ -63,11 +63,34 @@ pub enum NvFeature {
     MbarrierTx,
     /// Proxy fences (`fence.proxy.*`, `fence.mbarrier_init`).
     ProxyFence,
+    /// Float `redux.sync` min/max (sm_100a, sm_103a only).
+    ReduxFloat,
+    /// Loads and atomics with `.L2::cache_hint` and `createpolicy` (sm_80).
+    L2CacheHint,
+    /// 128-bit `atom.cas` / `atom.exch` (sm_90).
+    Atomic128,
+    /// Packed `f16x2` `atom.add` / `red.add` (sm_60).
+    PackedF16x2,
+    /// Packed `bf16x2` `atom.add` / `red.add` (sm_90).
+    PackedBf16x2,
+    /// `shfl.sync` with its validity predicate (whether the source lane was in range).
+    ShuffleValid,
+    /// `vote.sync.uni` (whether every lane holds the same predicate).
+    VoteUni,
+    /// `fence.*.sync_restrict` and the async-proxy acquire/release fences (sm_90, PTX 8.6).
+    SyncRestrict,
+    /// `fence.proxy.tensormap::generic` and `tensormap.cp_fenceproxy` (sm_90).
+    TensormapProxy,
+    /// The cluster forms of mbarrier (remote arrive through `mapa`, `.cluster` waits) and the
+    /// cluster barrier (sm_90; launched with `Device::launch_cluster`).
+    ClusterMbarrier,
+    /// `nvvm.breakpoint`: a `%globaltimer` busy-wait, then `trap`.
+    Breakpoint,
 }
 
 impl NvFeature {
     /// Every NVIDIA family, in order.
-    pub const ALL: [NvFeature; 9] = [
+    pub const ALL: [NvFeature; 20] = [
         NvFeature::Match,
         NvFeature::Redux,
         NvFeature::Elect,
@@ -77,6 +100,17 @@ impl NvFeature {
         NvFeature::MbarrierTryWait,
         NvFeature::MbarrierTx,
         NvFeature::ProxyFence,
+        NvFeature::ReduxFloat,
+        NvFeature::L2CacheHint,
+        NvFeature::Atomic128,
+        NvFeature::PackedF16x2,
+        NvFeature::PackedBf16x2,
+        NvFeature::ShuffleValid,
+        NvFeature::VoteUni,
+        NvFeature::SyncRestrict,
+        NvFeature::TensormapProxy,
+        NvFeature::ClusterMbarrier,
+        NvFeature::Breakpoint,
     ];
 
     /// What the family is called in messages and tables.
@@ -91,6 +125,17 @@ impl NvFeature {
             NvFeature::MbarrierTryWait => "nv.mbarrier_try_wait",
             NvFeature::MbarrierTx => "nv.mbarrier expect_tx/complete_tx",
             NvFeature::ProxyFence => "nv proxy fences",
+            NvFeature::ReduxFloat => "nv.redux_f32 (float redux.sync)",
+            NvFeature::L2CacheHint => "nv .L2::cache_hint loads and atomics",
+            NvFeature::Atomic128 => "nv 128-bit atomic cas/exch",
+            NvFeature::PackedF16x2 => "nv packed f16x2 atomic add",
+            NvFeature::PackedBf16x2 => "nv packed bf16x2 atomic add",
+            NvFeature::ShuffleValid => "nv shuffle with validity predicate",
+            NvFeature::VoteUni => "nv.vote_uni (vote.sync.uni)",
+            NvFeature::SyncRestrict => "nv sync_restrict fences",
+            NvFeature::TensormapProxy => "nv tensormap proxy fences",
+            NvFeature::ClusterMbarrier => "nv cluster mbarriers and cluster barrier",
+            NvFeature::Breakpoint => "nv.breakpoint",
         }
     }
 }

@@ -227,6 +227,12 @@ pub enum Feature {
     SregGlobaltimer,
     /// ld/st .relaxed/.acquire/.release with a scope
     MemorySem,
+    /// createpolicy (an L2 cache policy for .L2::cache_hint)
+    CreatePolicy,
+    /// barrier.cluster.arrive.release / barrier.cluster.wait.acquire
+    BarrierCluster,
+    /// mapa (a shared address in another CTA of the cluster)
+    Mapa,
 }
 
 /// The set of features a module uses.
@@ -286,6 +292,9 @@ impl Feature {
             SregSmemSize => "%dynamic_smem_size/%total_smem_size",
             SregGlobaltimer => "%globaltimer",
             MemorySem => "ld/st .relaxed/.acquire/.release",
+            CreatePolicy => "createpolicy",
+            BarrierCluster => "barrier.cluster with .release/.acquire",
+            Mapa => "mapa",
         }
     }
 
@@ -334,6 +343,9 @@ impl Feature {
             SregSmemSize => fl(0, 4, 1),
             SregGlobaltimer => fl(30, 3, 1),
             MemorySem => fl(70, 6, 0),
+            CreatePolicy => fl(80, 7, 4),
+            BarrierCluster => fl(90, 8, 0),
+            Mapa => fl(90, 7, 8),
         }
     }
 }
@@ -416,6 +428,17 @@ pub(crate) fn support(target: PtxTarget, f: crate::target::Feature) -> crate::ta
             NvFeature::MbarrierTryWait => floor(Feature::MbarrierTryWait),
             NvFeature::MbarrierTx => floor(Feature::MbarrierTx),
             NvFeature::ProxyFence => floor(Feature::FenceProxyAlias),
+            NvFeature::ReduxFloat => floor(Feature::ReduxF32),
+            NvFeature::L2CacheHint => floor(Feature::AtomCacheHint),
+            NvFeature::Atomic128 => floor(Feature::AtomB128),
+            NvFeature::PackedF16x2 => floor(Feature::AtomF16x2Add),
+            NvFeature::PackedBf16x2 => floor(Feature::AtomBf16Add),
+            NvFeature::ShuffleValid => floor(Feature::ShflSync),
+            NvFeature::VoteUni => floor(Feature::VoteSync),
+            NvFeature::SyncRestrict => floor(Feature::FenceSyncRestrict),
+            NvFeature::TensormapProxy => floor(Feature::TensormapCpFenceproxy),
+            NvFeature::ClusterMbarrier => floor(Feature::MbarrierCluster),
+            NvFeature::Breakpoint => floor(Feature::SregGlobaltimer),
         },
         F::VoteShortcut | F::BarrierReduce | F::DynamicBroadcastLane => Support::Native,
         F::SubgroupFence => Support::polyfill(Polyfill::Lowering("a block-scope fence (over-strict but correct, D6)")),
@@ -425,9 +448,9 @@ pub(crate) fn support(target: PtxTarget, f: crate::target::Feature) -> crate::ta
         | F::Values(_)
         | F::Storage(..)
         | F::OrderedAccess(..) => Support::Native,
-        F::AtomicRmw(_, DType::B128, _) | F::AtomicCas(DType::B128, _) => {
-            Support::unsupported("128-bit atomics are not lowered to PTX (no .b128 registers)")
-        }
+        F::AtomicRmw(_, DType::B128, _) | F::AtomicCas(DType::B128, _) => Support::unsupported(
+            "128-bit atomics on b128 elements are not lowered to PTX (qd::nv has them on u64 pairs)",
+        ),
         F::AtomicRmw(op, t, s) => {
             match AtomicModifier::from_ir(op, t, Ordering::Relaxed, Scope::Device, s.address_space()) {
                 Ok(m) if printer.atom_supported(&m) => Support::Native,

@@ -10,6 +10,8 @@
 //! * [`warp`]: `redux.sync`, `shfl.sync`, `vote.sync`, `match.sync`, `bar.warp.sync`.
 //! * [`sreg`]: special-register reads.
 //! * [`mbarrier`]: the mbarrier family.
+//! * [`nvops`]: the forms only `qd::nv` reaches beyond those: cache policies and hinted loads,
+//!   the cluster barrier, `mapa`, and `nvvm.breakpoint`.
 //! * [`caps`]: targets, feature floors and the `.version` computation (D7).
 //! * [`errors`]: [`PtxError`], the lowering-time diagnostics.
 //! * [`lower`]: whole kernels from the IR to a PTX module ([`lower_kernel`]): arithmetic and
@@ -26,6 +28,7 @@ pub mod errors;
 pub mod lower;
 pub mod mbarrier;
 pub mod modifier;
+pub mod nvops;
 pub mod printer;
 pub mod sreg;
 pub mod warp;

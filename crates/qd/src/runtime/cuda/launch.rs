@@ -77,6 +77,57 @@ impl CudaDevice {
         Ok(())
     }
 
+    /// Launches `k` on `grid` blocks in clusters of `cluster` (`cuLaunchKernelEx` with
+    /// `CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION`, sm_90) on the legacy default stream, and waits.
+    pub(crate) fn run_cluster(&self, k: &CudaKernel, grid: u32, cluster: u32, args: &[Bound]) -> Result<()> {
+        let name = &k.kernel.name;
+        let mut slots = marshal(&k.kernel, &k.code.params, args)?;
+        if grid == 0 {
+            return Ok(());
+        }
+        let mut ptrs: Vec<*mut c_void> = slots.iter_mut().map(|s| s as *mut u64 as *mut c_void).collect();
+        let drv = |e: DriverFailure| e.into_error(name);
+        self.ctx.bind().map_err(drv)?;
+        // SAFETY: an all-zero attribute value is a valid (empty) union; its cluster dimension is set below.
+        let mut value: sys::CUlaunchAttributeValue = unsafe { std::mem::zeroed() };
+        value.clusterDim = sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x: cluster, y: 1, z: 1 };
+        let mut attr = sys::CUlaunchAttribute {
+            id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+            pad: [0; 4],
+            value,
+        };
+        let config = sys::CUlaunchConfig {
+            gridDimX: grid,
+            gridDimY: 1,
+            gridDimZ: 1,
+            blockDimX: k.kernel.block_dim,
+            blockDimY: 1,
+            blockDimZ: 1,
+            sharedMemBytes: k.dynamic_shared,
+            hStream: null_mut(),
+            attrs: &mut attr,
+            numAttrs: 1,
+        };
+        // cudarc loads the entry point on first use and panics when the driver lacks it (before
+        // CUDA 12.0): report that as a failed call instead.
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            // SAFETY: as in `launch_with`: `func` belongs to this context, `ptrs` has one pointer per
+            // PTX parameter into slots that outlive the synchronous launch; `config` and its one
+            // attribute live until the call returns.
+            unsafe { sys::cuLaunchKernelEx(&config, k.func, ptrs.as_mut_ptr(), null_mut()) }
+        }))
+        .map_err(|_| {
+            drv(DriverFailure {
+                call: "cuLaunchKernelEx",
+                message: "the CUDA driver library lacks this entry point (driver older than CUDA 12.0?)".into(),
+            })
+        })?;
+        check("cuLaunchKernelEx", r).map_err(drv)?;
+        // SAFETY: plain driver call; the context is current.
+        check("cuCtxSynchronize", unsafe { sys::cuCtxSynchronize() }).map_err(drv)?;
+        Ok(())
+    }
+
     /// How many blocks of `k` fit on one multiprocessor at once (`cuOccupancyMaxActiveBlocksPerMultiprocessor`
     /// with the kernel's block size and dynamic shared memory).
     pub(crate) fn occupancy(&self, k: &CudaKernel) -> Result<u32> {

@@ -79,6 +79,11 @@ impl Runtime for CudaDevice {
         self.run_timed(downcast_kernel(kernel), grid, &bind(args))
     }
 
+    /// `cuLaunchKernelEx` with the cluster-dimension attribute.
+    fn launch_cluster(&self, kernel: &dyn RuntimeKernel, grid: u32, cluster: u32, args: &[Arg]) -> Result<()> {
+        self.run_cluster(downcast_kernel(kernel), grid, cluster, &bind(args))
+    }
+
     fn max_active_blocks(&self, kernel: &dyn RuntimeKernel) -> Result<Option<u32>> {
         self.occupancy(downcast_kernel(kernel)).map(Some)
     }

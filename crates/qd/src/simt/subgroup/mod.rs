@@ -541,12 +541,13 @@ pub fn barrier() {
 
 /// Subgroup memory fence: orders this lane's memory accesses as seen by the subgroup. A
 /// subgroup-scope fence where the target has one (Vulkan), else a block-scope fence (CUDA, AMDGPU:
-/// over-strict but correct, D6).
+/// over-strict but correct, D6). Sequentially consistent, as seed 002 lowers it (`membar.cta`,
+/// i.e. `fence.sc.cta`, on CUDA; `fence syncscope("workgroup") seq_cst` on AMDGPU).
 #[track_caller]
 pub fn mem_fence() {
     let _op = op_scope("subgroup.mem_fence");
     let scope = if target().has(Feature::SubgroupFence) { Scope::Subgroup } else { Scope::Block };
-    emit_at(InstKind::Fence { scope, ordering: Ordering::AcqRel }, current_loc());
+    emit_at(InstKind::Fence { scope, ordering: Ordering::SeqCst }, current_loc());
 }
 
 /// Deprecated name of [`mem_fence`].

@@ -109,7 +109,17 @@ impl<'a, 'b> BlockExec<'a, 'b> {
                     self.rmw(sgi, place.array, i, l, |s| mbar::complete(mbar::add_tx(s, -(arg as i64))));
                     None
                 }
-                NvOp::MbarrierTestWait | NvOp::MbarrierTryWaitParity => {
+                // The emulator has no L2: a hinted access is the plain one.
+                NvOp::LoadL2Hint(_) => Some(self.mem_read(sgi, place.array, i, l, MemOrd::Relaxed)),
+                NvOp::AtomicL2Hint(aop, _) => {
+                    let d = self.sh.prog.kernel.array_dtype(place.array);
+                    Some(self.rmw(sgi, place.array, i, l, |old| super::access::atomic_apply(d, *aop, old, arg)))
+                }
+                NvOp::PackedAdd(h) => {
+                    let half = if *h == PackedHalf::F16x2 { DType::F16 } else { DType::BF16 };
+                    Some(self.rmw(sgi, place.array, i, l, |old| packed_add(half, old, arg)))
+                }
+                NvOp::MbarrierTestWait | NvOp::MbarrierTryWaitParity | NvOp::MbarrierTryWaitParityHint => {
                     self.last_spin_op = Some((kind.mnemonic(), loc));
                     let state = self.mem_read(sgi, place.array, i, l, MemOrd::Acquire);
                     let waited_phase = if *op == NvOp::MbarrierTestWait { mbar::phase(arg) } else { arg & 1 };
@@ -248,4 +258,14 @@ mod mbar {
             s
         }
     }
+}
+
+/// Adds two packed 16-bit floats (`half` each, low half in bits 0..16) as PTX's `.noftz` packed
+/// add does: each half on its own, rounded to nearest (D5's 16-bit float add).
+fn packed_add(half: DType, word: u64, value: u64) -> u64 {
+    let add = |shift: u32| {
+        let (a, b) = ((word >> shift) & 0xFFFF, (value >> shift) & 0xFFFF);
+        eval::binary(half, BinOp::Add, a, b).unwrap_or(a) & 0xFFFF
+    };
+    add(0) | add(16) << 16
 }

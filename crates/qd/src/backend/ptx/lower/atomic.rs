@@ -10,10 +10,15 @@ use crate::ir::*;
 use crate::trace::TraceError;
 
 impl Lower<'_> {
-    /// 128-bit atomics would need `.b128` registers, which this lowering does not allocate.
+    /// The portable atomics have no 128-bit values; `qd::nv::atomic_cas_b128`/`atomic_exch_b128`
+    /// (u64 pairs, `NvOp::Cas128`/`Exch128`) are the 128-bit forms.
     fn refuse_b128(&self, inst: &Inst, t: DType) -> Result<(), TraceError> {
         if t == DType::B128 {
-            return Err(self.err(inst, "128-bit atomics are not lowered to PTX yet (no .b128 registers)"));
+            return Err(self.err(
+                inst,
+                "128-bit atomics on b128 elements are not lowered to PTX; use qd::nv::atomic_cas_b128 or \
+                 atomic_exch_b128 on pairs of u64",
+            ));
         }
         Ok(())
     }

@@ -115,7 +115,7 @@ impl Lower<'_> {
                 let kind = ProxyKind::parse(kind).map_err(|e| self.ptx_err(inst, e))?;
                 self.print(inst, |p| p.fence_proxy(kind))?;
             }
-            _ => self.mbarrier(inst, op, dsts, args, place)?,
+            _ => self.nv_more(inst, op, dsts, args, place)?,
         }
         Ok(())
     }
@@ -123,7 +123,7 @@ impl Lower<'_> {
     /// The mbarrier family on a barrier in shared memory. The plain forms carry no ordering (the
     /// defaults, release arrive and acquire wait, at CTA scope); the transaction-count forms are
     /// spelled with their ordering and `.shared::cta`, as ptx.md shows them to assemble.
-    fn mbarrier(
+    pub(super) fn mbarrier(
         &mut self,
         inst: &Inst,
         op: &NvOp,

@@ -1,0 +1,67 @@
+//! Printer forms only the NVIDIA module (`qd::nv`) reaches beyond atom/red, fences, warp
+//! collectives and mbarriers: L2 cache policies and hinted loads, the cluster barrier, `mapa`, and
+//! seed 004's `nvvm.breakpoint` (a `%globaltimer` busy-wait, then `trap`).
+
+use super::caps::Feature;
+use super::errors::PtxError;
+use super::modifier::AtomSpace;
+use super::printer::PtxPrinter;
+use crate::ir::{L2Policy, NvSreg};
+
+/// How long `nvvm.breakpoint` busy-waits on `%globaltimer` before it traps, in nanoseconds: long
+/// enough for the other warps' pending stores and a debugger's attach request to land.
+pub const BREAKPOINT_WAIT_NS: u32 = 1000;
+
+impl PtxPrinter {
+    /// `createpolicy.fractional.L2::<priority>.b64 policy, 1.0;` (sm_80, PTX 7.4): a cache policy
+    /// covering every access it is given to.
+    pub fn createpolicy(&mut self, policy: L2Policy, dst: &str) -> Result<String, PtxError> {
+        self.require(&[Feature::CreatePolicy])?;
+        Ok(format!("createpolicy.fractional.L2::{}.b64 {dst}, 1.0;", policy.name()))
+    }
+
+    /// `ld{.space}.L2::cache_hint.<ty> d, [a], policy;` (sm_80, PTX 7.4; global or generic).
+    pub fn ld_cache_hint(
+        &mut self,
+        space: AtomSpace,
+        ty: &str,
+        dst: &str,
+        addr: &str,
+        policy: &str,
+    ) -> Result<String, PtxError> {
+        if !matches!(space, AtomSpace::Global | AtomSpace::Generic) {
+            return Err(PtxError::CacheHintForm { form: format!("ld on {}", space.name()) });
+        }
+        self.require(&[Feature::AtomCacheHint])?;
+        let sp = space.token().unwrap_or("");
+        Ok(format!("ld{sp}.L2::cache_hint.{ty} {dst}, {addr}, {policy};"))
+    }
+
+    /// `barrier.cluster.arrive.release;` then `barrier.cluster.wait.acquire;` (sm_90, PTX 8.0):
+    /// every thread of every CTA of the cluster meets here, and memory written before is visible
+    /// after it cluster-wide.
+    pub fn cluster_sync(&mut self) -> Result<Vec<String>, PtxError> {
+        self.require(&[Feature::BarrierCluster, Feature::ClusterScope])?;
+        Ok(vec!["barrier.cluster.arrive.release;".into(), "barrier.cluster.wait.acquire;".into()])
+    }
+
+    /// `mapa.shared::cluster.u64 d, a, rank;` (sm_90, PTX 7.8): the `.shared::cluster` address of
+    /// the variable at shared address `a` in the CTA of cluster rank `rank`.
+    pub fn mapa_shared_cluster(&mut self, dst: &str, addr: &str, rank: &str) -> Result<String, PtxError> {
+        self.require(&[Feature::Mapa, Feature::SharedCluster])?;
+        Ok(format!("mapa.shared::cluster.u64 {dst}, {addr}, {rank};"))
+    }
+
+    /// Seed 004's `nvvm.breakpoint`: a [`BREAKPOINT_WAIT_NS`] busy-wait on `%globaltimer`, then
+    /// `trap;` (the launch ends with an error and the CUDA context is unusable afterwards).
+    /// `start`, `now` are `.u64` registers, `pred` a predicate, `label` a fresh label.
+    pub fn breakpoint(&mut self, start: &str, now: &str, pred: &str, label: &str) -> Result<Vec<String>, PtxError> {
+        let mut lines = vec![self.sreg_read(start, NvSreg::GlobalTimer)?, format!("{label}:")];
+        lines.push(self.sreg_read(now, NvSreg::GlobalTimer)?);
+        lines.push(format!("sub.u64 {now}, {now}, {start};"));
+        lines.push(format!("setp.lt.u64 {pred}, {now}, {BREAKPOINT_WAIT_NS};"));
+        lines.push(format!("@{pred} bra {label};"));
+        lines.push("trap;".into());
+        Ok(lines)
+    }
+}

@@ -1,0 +1,357 @@
+//! Memory forms of seed 004 only the NVIDIA module reaches: `.L2::cache_hint` loads and atomics,
+//! 128-bit compare-and-swap and exchange, packed `f16x2`/`bf16x2` atomics and `red`, the
+//! sync_restrict and async-proxy fences, and the tensormap proxy fences and copy.
+//!
+//! The emulator (32-lane subgroups) runs the cache-hinted accesses as the plain ones and the
+//! packed atomics with D5's 16-bit float add; the 128-bit atomics (its memory cells are 64-bit)
+//! and the proxy fences (it has no proxies) are CUDA-only: the capability check refuses them there
+//! and on every other backend, and their examples trace for a CUDA target.
+
+use super::{nv_op, require_nv};
+use crate::ir::{ArrayRef, AtomicOp, DType, L2Policy, NvOp, Ordering, PackedHalf, Scope, ValueId};
+use crate::target::NvFeature;
+use crate::trace::{op_scope, trace_error, Array, Elem, IntoVal, Scalar, Val};
+
+/// Records an error unless `elem` is an element of a kernel array (global memory).
+#[track_caller]
+fn require_global<T: Scalar>(name: &str, elem: Elem<T>) -> bool {
+    let global = matches!(elem.place().array, ArrayRef::Param(_));
+    if !global {
+        trace_error(name, format!("`{name}` needs an element of a kernel array (global memory)"));
+    }
+    global
+}
+
+/// Loads `elem` (global memory) with `.L2::cache_hint` under a `createpolicy` cache policy of
+/// `policy` (sm_80): the value is the plain load's; only where the line stays in L2 changes (the
+/// emulator, which has no L2, loads plainly).
+///
+/// ```
+/// use qd::prelude::*;
+/// use qd::backend::{ptx::{lower_kernel, PtxTarget}, Target};
+/// let k = Kernel::range("hinted", 32, |k| {
+///     let a = k.array::<f32>("a");
+///     let out = k.array::<f32>("out");
+///     k.parallel_for(0, a.len(), |i| {
+///         out.set(i, qd::nv::load_l2_hint(a.at(i), qd::ir::L2Policy::EvictFirst) * 2.0f32);
+///     });
+/// });
+/// let d = Device::cpu();
+/// let (a, out) = (d.array_from(&[1.0f32; 32]).unwrap(), d.zeros::<f32>(32).unwrap());
+/// d.launch(&k, &[a.arg(), out.arg()]).unwrap();
+/// assert_eq!(out.to_vec().unwrap(), vec![2.0; 32]);
+/// // On CUDA (sm_80 and up):
+/// let ir = k.trace(&Target::ptx(PtxTarget::sm(80))).unwrap();
+/// let ptx = lower_kernel(&ir, &PtxTarget::sm(80)).unwrap().text;
+/// assert!(ptx.contains("createpolicy.fractional.L2::evict_first.b64"));
+/// assert!(ptx.contains("ld.global.L2::cache_hint.f32"));
+/// ```
+#[track_caller]
+pub fn load_l2_hint<T: Scalar>(elem: Elem<T>, policy: L2Policy) -> Val<T> {
+    let _op = op_scope("nv.load_l2_hint");
+    if T::DTYPE == DType::Bool {
+        trace_error("nv.load_l2_hint", "`nv.load_l2_hint` loads numbers, not bool");
+    }
+    require_global("nv.load_l2_hint", elem);
+    require_nv("nv.load_l2_hint", NvFeature::L2CacheHint);
+    Val::from_id(nv_op(NvOp::LoadL2Hint(policy), &[T::DTYPE], vec![], Some(elem.place()))[0])
+}
+
+/// An atomic `op` on `elem` (global memory) with `.L2::cache_hint` under a cache policy of
+/// `policy`: relaxed at system scope (cache-hint atomics take only cta or sys scope, seed 004).
+/// Returns the old value; when it is unused the atomic prints as `red`. The operations and types
+/// are those with a native `atom` (add on 32/64-bit integers and floats, min/max on integers,
+/// and/or/xor on integers, exchange on 32/64-bit values); others are a trace-time error.
+///
+/// ```
+/// use qd::prelude::*;
+/// use qd::backend::{ptx::{lower_kernel, PtxTarget}, Target};
+/// use qd::ir::{AtomicOp, L2Policy};
+/// let k = Kernel::range("hinted_add", 32, |k| {
+///     let sum = k.array::<u32>("sum");
+///     k.parallel_for(0, 32, |_| {
+///         qd::nv::atomic_l2_hint(AtomicOp::Add, sum.at(0), 1u32, L2Policy::EvictLast);
+///     });
+/// });
+/// let d = Device::cpu();
+/// let sum = d.zeros::<u32>(1).unwrap();
+/// d.launch(&k, &[sum.arg()]).unwrap();
+/// assert_eq!(sum.to_vec().unwrap(), vec![32]);
+/// let ir = k.trace(&Target::ptx(PtxTarget::sm(80))).unwrap();
+/// let ptx = lower_kernel(&ir, &PtxTarget::sm(80)).unwrap().text;
+/// assert!(ptx.contains("red.relaxed.sys.add.u32.global.L2::cache_hint"), "{ptx}");
+/// ```
+#[track_caller]
+pub fn atomic_l2_hint<T: Scalar>(op: AtomicOp, elem: Elem<T>, value: impl IntoVal<T>, policy: L2Policy) -> Val<T> {
+    let _op = op_scope("nv.atomic_l2_hint");
+    let v = value.into_val();
+    if !hint_native(op, T::DTYPE) {
+        trace_error(
+            "nv.atomic_l2_hint",
+            format!("atomic_{} on {} has no native PTX atom to carry a cache hint", op.name(), T::DTYPE),
+        );
+    }
+    require_global("nv.atomic_l2_hint", elem);
+    require_nv("nv.atomic_l2_hint", NvFeature::L2CacheHint);
+    Val::from_id(nv_op(NvOp::AtomicL2Hint(op, policy), &[T::DTYPE], vec![v.id()], Some(elem.place()))[0])
+}
+
+/// Whether `atom` has `op` on `t` natively (ptx.md §2.2), so a cache hint has an instruction to
+/// ride on.
+fn hint_native(op: AtomicOp, t: DType) -> bool {
+    use DType::*;
+    match op {
+        AtomicOp::Add => matches!(t, I32 | U32 | I64 | U64 | F32 | F64),
+        AtomicOp::Min | AtomicOp::Max | AtomicOp::And | AtomicOp::Or | AtomicOp::Xor => {
+            matches!(t, I32 | U32 | I64 | U64)
+        }
+        AtomicOp::Exchange => matches!(t, I32 | U32 | I64 | U64 | F32 | F64),
+        AtomicOp::Mul => false,
+    }
+}
+
+/// The 16-byte pair `pair` of a u64 kernel array (elements `2 * pair` and `2 * pair + 1`, low
+/// then high), as the place of a 128-bit atomic; records an error for other arrays.
+#[track_caller]
+fn pair_place(name: &str, array: Array<u64>, pair: impl IntoVal<u32>) -> Elem<u64> {
+    let lo = array.at(pair.into_val() * 2u32);
+    require_global(name, lo);
+    lo
+}
+
+#[track_caller]
+fn atomic128(
+    name: &'static str,
+    op: NvOp,
+    array: Array<u64>,
+    pair: impl IntoVal<u32>,
+    args: Vec<ValueId>,
+) -> (Val<u64>, Val<u64>) {
+    let _op = op_scope(name);
+    let place = pair_place(name, array, pair).place();
+    require_nv(name, NvFeature::Atomic128);
+    let d = nv_op(op, &[DType::U64, DType::U64], args, Some(place));
+    (Val::from_id(d[0]), Val::from_id(d[1]))
+}
+
+/// `atom.exch.b128` (sm_90): swaps the 16-byte pair `pair` of the u64 kernel array `array`
+/// (elements `2 * pair`, `2 * pair + 1`: 16-byte aligned, since device arrays are) with
+/// (`lo`, `hi`) as one atomic access, relaxed at device scope; returns the old (low, high).
+/// CUDA-only (the emulator's memory cells are 64-bit).
+///
+/// ```
+/// use qd::prelude::*;
+/// use qd::backend::{ptx::{lower_kernel, PtxTarget}, Target};
+/// let k = Kernel::range("swap128", 32, |k| {
+///     let a = k.array::<u64>("a");
+///     k.parallel_for(0, 32, |i| {
+///         let (lo, hi) = qd::nv::atomic_exch_b128(a, 0, i.cast::<u64>(), i.cast::<u64>() + 1u64);
+///         a.set(2 + i * 2, lo);
+///         a.set(3 + i * 2, hi);
+///     });
+/// });
+/// let ir = k.trace(&Target::ptx(PtxTarget::sm(90))).unwrap();
+/// assert!(lower_kernel(&ir, &PtxTarget::sm(90)).unwrap().text.contains("atom.exch.b128.global"));
+/// ```
+#[track_caller]
+pub fn atomic_exch_b128(
+    array: Array<u64>,
+    pair: impl IntoVal<u32>,
+    lo: impl IntoVal<u64>,
+    hi: impl IntoVal<u64>,
+) -> (Val<u64>, Val<u64>) {
+    let (lo, hi) = (lo.into_val(), hi.into_val());
+    atomic128("nv.atomic_exch_b128", NvOp::Exch128, array, pair, vec![lo.id(), hi.id()])
+}
+
+/// `atom.cas.b128` (sm_90): where the 16-byte pair `pair` of `array` equals `expected` (low,
+/// high), stores `desired`, as one atomic access (relaxed, device scope); returns the old pair.
+/// Layout and alignment as [`atomic_exch_b128`]; CUDA-only.
+#[track_caller]
+pub fn atomic_cas_b128(
+    array: Array<u64>,
+    pair: impl IntoVal<u32>,
+    expected: (Val<u64>, Val<u64>),
+    desired: (Val<u64>, Val<u64>),
+) -> (Val<u64>, Val<u64>) {
+    let args = vec![expected.0.id(), expected.1.id(), desired.0.id(), desired.1.id()];
+    atomic128("nv.atomic_cas_b128", NvOp::Cas128, array, pair, args)
+}
+
+#[track_caller]
+fn packed_add(name: &'static str, half: PackedHalf, word: Elem<u32>, value: Val<u32>) -> Val<u32> {
+    let _op = op_scope(name);
+    let feature = if half == PackedHalf::F16x2 { NvFeature::PackedF16x2 } else { NvFeature::PackedBf16x2 };
+    if matches!(word.place().array, ArrayRef::Local(_)) {
+        trace_error(name, format!("`{name}` needs a word of global or shared memory"));
+    }
+    require_nv(name, feature);
+    Val::from_id(nv_op(NvOp::PackedAdd(half), &[DType::U32], vec![value.id()], Some(word.place()))[0])
+}
+
+/// `atom.add.noftz.f16x2` (sm_60): adds two packed f16 (low half = element 0) to the u32 word
+/// `word` of global or shared memory, each half rounded to nearest without flushing subnormals;
+/// returns the old word. Unused, it prints as `red.add.noftz.f16x2`. Pack with [`pack_f16x2`].
+///
+/// ```
+/// use qd::prelude::*;
+/// use qd::backend::{ptx::{lower_kernel, PtxTarget}, Target};
+/// let k = Kernel::range("addh2", 32, |k| {
+///     let acc = k.array::<u32>("acc");
+///     k.parallel_for(0, 32, |_| {
+///         qd::nv::atomic_add_f16x2(acc.at(0), qd::nv::pack_f16x2(F16::from_f32(1.0), F16::from_f32(2.0)));
+///     });
+/// });
+/// let d = Device::cpu();
+/// let acc = d.zeros::<u32>(1).unwrap();
+/// d.launch(&k, &[acc.arg()]).unwrap();
+/// let w = acc.to_vec().unwrap()[0];
+/// assert_eq!((F16(w as u16).to_f32(), F16((w >> 16) as u16).to_f32()), (32.0, 64.0));
+/// let ir = k.trace(&Target::ptx(PtxTarget::sm(80))).unwrap();
+/// assert!(lower_kernel(&ir, &PtxTarget::sm(80)).unwrap().text.contains("red.add.noftz.f16x2.global"));
+/// ```
+#[track_caller]
+pub fn atomic_add_f16x2(word: Elem<u32>, value: impl IntoVal<u32>) -> Val<u32> {
+    packed_add("nv.atomic_add_f16x2", PackedHalf::F16x2, word, value.into_val())
+}
+
+/// `atom.add.noftz.bf16x2` (sm_90): as [`atomic_add_f16x2`] for two packed bf16 (pack with
+/// [`pack_bf16x2`]).
+#[track_caller]
+pub fn atomic_add_bf16x2(word: Elem<u32>, value: impl IntoVal<u32>) -> Val<u32> {
+    packed_add("nv.atomic_add_bf16x2", PackedHalf::BF16x2, word, value.into_val())
+}
+
+/// Two f16 as the u32 word the packed atomics take: `lo` in bits 0..16, `hi` in 16..32.
+#[track_caller]
+pub fn pack_f16x2(lo: impl IntoVal<crate::trace::F16>, hi: impl IntoVal<crate::trace::F16>) -> Val<u32> {
+    let (lo, hi) = (lo.into_val().bit_cast::<u16>(), hi.into_val().bit_cast::<u16>());
+    lo.cast::<u32>() | (hi.cast::<u32>() << 16u32)
+}
+
+/// Two bf16 as the u32 word the packed atomics take: `lo` in bits 0..16, `hi` in 16..32.
+#[track_caller]
+pub fn pack_bf16x2(lo: impl IntoVal<crate::trace::BF16>, hi: impl IntoVal<crate::trace::BF16>) -> Val<u32> {
+    let (lo, hi) = (lo.into_val().bit_cast::<u16>(), hi.into_val().bit_cast::<u16>());
+    lo.cast::<u32>() | (hi.cast::<u32>() << 16u32)
+}
+
+/// Checks that `ordering` is acquire or release, the two sync_restrict forms.
+#[track_caller]
+fn acquire_or_release(name: &str, ordering: Ordering) -> bool {
+    let ok = matches!(ordering, Ordering::Acquire | Ordering::Release);
+    if !ok {
+        trace_error(name, format!("`{name}` is an acquire or a release fence, not {}", ordering.name()));
+    }
+    ok
+}
+
+/// `fence.acquire.sync_restrict::shared::cluster.cluster` (acquire) or
+/// `fence.release.sync_restrict::shared::cta.cluster` (release) (sm_90, PTX 8.6): a cluster-scope
+/// fence restricted to shared memory, the lighter pairing of a remote mbarrier arrive (release on
+/// the arriving CTA's own shared memory, acquire on the cluster's). CUDA-only.
+///
+/// ```
+/// use qd::prelude::*;
+/// use qd::backend::{ptx::{lower_kernel, PtxTarget}, Target};
+/// use qd::ir::Ordering;
+/// let k = Kernel::explicit("restrict", 32, |_| qd::nv::fence_sync_restrict(Ordering::Release));
+/// let ir = k.trace(&Target::ptx(PtxTarget::sm(90))).unwrap();
+/// let ptx = lower_kernel(&ir, &PtxTarget::sm(90)).unwrap().text;
+/// assert!(ptx.contains("fence.release.sync_restrict::shared::cta.cluster;"));
+/// ```
+#[track_caller]
+pub fn fence_sync_restrict(ordering: Ordering) {
+    let _op = op_scope("nv.fence_sync_restrict");
+    if acquire_or_release("nv.fence_sync_restrict", ordering)
+        && require_nv("nv.fence_sync_restrict", NvFeature::SyncRestrict)
+    {
+        nv_op(NvOp::FenceSyncRestrict(ordering), &[], vec![], None);
+    }
+}
+
+/// The async-proxy acquire/release fences (sm_90, PTX 8.6):
+/// `fence.proxy.async::generic.acquire.sync_restrict::shared::cluster.cluster` or
+/// `fence.proxy.async::generic.release.sync_restrict::shared::cta.cluster`: order generic-proxy
+/// accesses to shared memory with the async proxy (TMA, `cp.async.bulk`) across the cluster.
+/// CUDA-only.
+#[track_caller]
+pub fn proxy_async_fence(ordering: Ordering) {
+    let _op = op_scope("nv.proxy_async_fence");
+    if acquire_or_release("nv.proxy_async_fence", ordering)
+        && require_nv("nv.proxy_async_fence", NvFeature::SyncRestrict)
+    {
+        nv_op(NvOp::ProxyAsyncFence(ordering), &[], vec![], None);
+    }
+}
+
+/// Checks a tensormap fence's scope: cta (block), cluster, gpu (device) or sys.
+#[track_caller]
+fn tensormap_scope(name: &str, scope: Scope) -> bool {
+    let ok = !matches!(scope, Scope::Thread | Scope::Subgroup);
+    if !ok {
+        trace_error(name, format!("`{name}` takes block, cluster, device or system scope, not {}", scope.name()));
+    }
+    ok
+}
+
+/// `fence.proxy.tensormap::generic.release.<scope>` (sm_90, PTX 8.3): generic-proxy writes to a
+/// tensor map before it are visible to the tensormap proxy (TMA) at `scope`. CUDA-only.
+#[track_caller]
+pub fn tensormap_fence_release(scope: Scope) {
+    let _op = op_scope("nv.tensormap_fence_release");
+    if tensormap_scope("nv.tensormap_fence_release", scope)
+        && require_nv("nv.tensormap_fence_release", NvFeature::TensormapProxy)
+    {
+        nv_op(NvOp::TensormapRelease(scope), &[], vec![], None);
+    }
+}
+
+/// `fence.proxy.tensormap::generic.acquire.<scope> [addr], 128` (sm_90, PTX 8.3): the 128-byte
+/// tensor map starting at `elem` (a 128-byte aligned element of a kernel array) is acquired by the
+/// tensormap proxy after a release at `scope`. CUDA-only.
+///
+/// ```
+/// use qd::prelude::*;
+/// use qd::backend::{ptx::{lower_kernel, PtxTarget}, Target};
+/// use qd::ir::Scope;
+/// let k = Kernel::explicit("tmap", 32, |k| {
+///     let map = k.array::<u64>("map");
+///     qd::nv::tensormap_fence_release(Scope::Device);
+///     qd::nv::tensormap_fence_acquire(map.at(0), Scope::Device);
+/// });
+/// let ir = k.trace(&Target::ptx(PtxTarget::sm(90))).unwrap();
+/// let ptx = lower_kernel(&ir, &PtxTarget::sm(90)).unwrap().text;
+/// assert!(ptx.contains("fence.proxy.tensormap::generic.release.gpu;"));
+/// assert!(ptx.contains("fence.proxy.tensormap::generic.acquire.gpu"));
+/// ```
+#[track_caller]
+pub fn tensormap_fence_acquire<T: Scalar>(elem: Elem<T>, scope: Scope) {
+    let _op = op_scope("nv.tensormap_fence_acquire");
+    if tensormap_scope("nv.tensormap_fence_acquire", scope)
+        && require_global("nv.tensormap_fence_acquire", elem)
+        && require_nv("nv.tensormap_fence_acquire", NvFeature::TensormapProxy)
+    {
+        nv_op(NvOp::TensormapAcquire(scope), &[], vec![], Some(elem.place()));
+    }
+}
+
+/// `tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.<scope>.sync.aligned`
+/// (sm_90, PTX 8.3): copies the 128-byte tensor map at `src` (a 128-byte aligned element of a
+/// shared array: element 0 of the kernel's first shared array is, since the shared memory of a
+/// kernel that copies tensor maps is aligned to 128 bytes) to
+/// `dst` (an element of a kernel array, 128-byte aligned) and releases it to the tensormap proxy
+/// at `scope`. Every thread of the warp executes it together (`.sync.aligned`). CUDA-only.
+#[track_caller]
+pub fn tensormap_copy_fence<T: Scalar>(dst: Elem<T>, src: Elem<T>, scope: Scope) {
+    let name = "nv.tensormap_copy_fence";
+    let _op = op_scope(name);
+    if !matches!(src.place().array, ArrayRef::Shared(_)) {
+        trace_error(name, format!("`{name}` copies from a shared array element"));
+        return;
+    }
+    if tensormap_scope(name, scope) && require_global(name, dst) && require_nv(name, NvFeature::TensormapProxy) {
+        let op = NvOp::TensormapCopy { scope, src: src.place().array };
+        nv_op(op, &[], vec![src.place().index], Some(dst.place()));
+    }
+}
