@@ -7,6 +7,7 @@
 
 pub mod block_algos;
 pub mod examples;
+pub mod flags;
 pub mod grid;
 pub mod nv;
 pub mod rng;
