@@ -5,6 +5,7 @@
 //! target ([`CaseError::Unsupported`], with the check's reason): cases never test a device's name
 //! or capabilities themselves. Skips never count as passes.
 
+pub mod atomic_extra;
 pub mod block_algos;
 pub mod examples;
 pub mod flags;
@@ -119,6 +120,7 @@ impl Case {
 pub fn all_cases() -> Vec<Case> {
     let mut cases = Vec::new();
     examples::register(&mut cases);
+    atomic_extra::register(&mut cases);
     subgroup::register(&mut cases);
     block_algos::register(&mut cases);
     nv::register(&mut cases);

@@ -40,9 +40,12 @@ fn fixed(target: Target) -> Column {
 /// A Vulkan column: the answer with every optional device feature, and, where it changes without
 /// them, what the device must offer (the reason names the Vulkan feature).
 fn vulkan() -> Column {
-    let all = SpirvCaps { float16: true, ..SpirvCaps::lavapipe() };
+    let all = SpirvCaps { float16: true, float64_atomic_add: true, ..SpirvCaps::lavapipe() };
     let none = SpirvCaps {
         float32_atomic_add: false,
+        float64_atomic_add: false,
+        signed_zeros32: false,
+        signed_zeros64: false,
         float64: false,
         int64_atomics: false,
         int8_storage: false,

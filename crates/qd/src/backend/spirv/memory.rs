@@ -108,6 +108,7 @@ impl Lower<'_> {
             View::Natural => cell_ty(AddressSpace::Global, d),
             View::Word32 => Ty::U32,
             View::F32 => Ty::F32,
+            View::F64 => Ty::F64,
         };
         let s = self.m.buffer_struct(elem);
         let ptr = self.m.pointer(StorageClass::StorageBuffer, s);
@@ -135,6 +136,7 @@ impl Lower<'_> {
                     View::Natural => cell_ty(AddressSpace::Global, d),
                     View::Word32 => Ty::U32,
                     View::F32 => Ty::F32,
+                    View::F64 => Ty::F64,
                 };
                 let ct = self.m.ty(cell);
                 let ptr = self.m.pointer(StorageClass::StorageBuffer, ct);
@@ -451,17 +453,20 @@ impl Lower<'_> {
                 (_, AtomicOp::Exchange) if t.is_float() && cell != Ty::U16 => Some(op),
                 _ => None,
             };
-            if t == DType::F32
-                && op == AtomicOp::Add
-                && space == AddressSpace::Global
-                && self.target.caps.float32_atomic_add
-            {
-                self.m.capability(Capability::AtomicFloat32AddEXT);
+            let caps = &self.target.caps;
+            let native_float = match t {
+                DType::F32 if caps.float32_atomic_add => Some((Capability::AtomicFloat32AddEXT, View::F32, Ty::F32)),
+                DType::F64 if caps.float64_atomic_add => Some((Capability::AtomicFloat64AddEXT, View::F64, Ty::F64)),
+                _ => None,
+            }
+            .filter(|_| op == AtomicOp::Add && space == AddressSpace::Global);
+            if let Some((capability, view, ty)) = native_float {
+                self.m.capability(capability);
                 self.m.extension("SPV_EXT_shader_atomic_float_add");
                 let idx = self.v(place.index);
-                let (ptr, _) = self.elem_ptr(place.array, idx, View::F32);
+                let (ptr, _) = self.elem_ptr(place.array, idx, view);
                 let (s, m) = (self.scope(scope_of(scope)), self.c32(sem.bits()));
-                let ft = self.m.ty(Ty::F32);
+                let ft = self.m.ty(ty);
                 self.op(
                     Op::AtomicFAddEXT,
                     Some(ft),

@@ -24,6 +24,11 @@ pub(crate) struct Features {
     pub(super) buffer_f32_atomic_add: bool,
     pub(super) shared_f32_atomics: bool,
     pub(super) shared_f32_atomic_add: bool,
+    pub(super) buffer_f64_atomic_add: bool,
+    /// `shaderSignedZeroInfNanPreserveFloat32/64` (a property of the float controls, which are
+    /// usable: Vulkan 1.2, or `VK_KHR_shader_float_controls` enabled).
+    pub(super) signed_zeros32: bool,
+    pub(super) signed_zeros64: bool,
     pub(super) memory_model: bool,
     pub(super) memory_model_device_scope: bool,
     pub(super) subgroup_extended_types: bool,
@@ -38,6 +43,9 @@ impl Features {
     pub(super) fn spirv_caps(&self, core: &Core) -> spirv::SpirvCaps {
         spirv::SpirvCaps {
             float32_atomic_add: self.buffer_f32_atomic_add && self.shared_f32_atomic_add,
+            float64_atomic_add: self.buffer_f64_atomic_add && self.float64,
+            signed_zeros32: self.signed_zeros32,
+            signed_zeros64: self.signed_zeros64 && self.float64,
             float64: self.float64,
             int64_atomics: self.buffer_int64_atomics && self.shared_int64_atomics,
             int8_storage: self.storage8 && self.int8,
@@ -62,6 +70,8 @@ impl Features {
         add(self.int16 && self.storage16, "16-bit storage");
         add(self.buffer_int64_atomics && self.shared_int64_atomics, "64-bit atomics");
         add(self.buffer_f32_atomic_add && self.shared_f32_atomic_add, "f32 atomic add");
+        add(self.buffer_f64_atomic_add && self.float64, "f64 atomic add");
+        add(self.signed_zeros32, "signed zeros (f32)");
         add(self.memory_model && self.memory_model_device_scope, "Vulkan memory model");
         v
     }
@@ -149,6 +159,8 @@ impl Core {
         let mut maint3 = vk::PhysicalDeviceMaintenance3Properties::default();
         let mut size_ctl = vk::PhysicalDeviceSubgroupSizeControlProperties::default();
         let mut driver = vk::PhysicalDeviceDriverProperties::default();
+        let mut float_controls = vk::PhysicalDeviceFloatControlsProperties::default();
+        let has_float_controls = v12 || has(ash::khr::shader_float_controls::NAME);
         let has_size_ctl = v13 || has(ash::ext::subgroup_size_control::NAME);
         let has_driver = v12 || has(ash::khr::driver_properties::NAME);
         {
@@ -158,6 +170,9 @@ impl Core {
             }
             if has_driver {
                 p2 = p2.push_next(&mut driver);
+            }
+            if has_float_controls {
+                p2 = p2.push_next(&mut float_controls);
             }
             // SAFETY: a chain of structures this device version or its extensions define.
             unsafe { inst.get_physical_device_properties2(pd, &mut p2) };
@@ -249,6 +264,9 @@ impl Core {
             buffer_f32_atomic_add: on(fatf.shader_buffer_float32_atomic_add),
             shared_f32_atomics: on(fatf.shader_shared_float32_atomics),
             shared_f32_atomic_add: on(fatf.shader_shared_float32_atomic_add),
+            buffer_f64_atomic_add: on(fatf.shader_buffer_float64_atomic_add),
+            signed_zeros32: has_float_controls && on(float_controls.shader_signed_zero_inf_nan_preserve_float32),
+            signed_zeros64: has_float_controls && on(float_controls.shader_signed_zero_inf_nan_preserve_float64),
             memory_model: on(fmm.vulkan_memory_model),
             memory_model_device_scope: on(fmm.vulkan_memory_model_device_scope),
             subgroup_extended_types: on(fext.shader_subgroup_extended_types),
@@ -279,7 +297,8 @@ impl Core {
             .shader_buffer_float32_atomics(f.buffer_f32_atomics)
             .shader_buffer_float32_atomic_add(f.buffer_f32_atomic_add)
             .shader_shared_float32_atomics(f.shared_f32_atomics)
-            .shader_shared_float32_atomic_add(f.shared_f32_atomic_add);
+            .shader_shared_float32_atomic_add(f.shared_f32_atomic_add)
+            .shader_buffer_float64_atomic_add(f.buffer_f64_atomic_add);
         let mut eext = vk::PhysicalDeviceShaderSubgroupExtendedTypesFeatures::default()
             .shader_subgroup_extended_types(f.subgroup_extended_types);
         let mut esize = vk::PhysicalDeviceSubgroupSizeControlFeatures::default()
@@ -323,7 +342,7 @@ impl Core {
                 ext_names.push(ash::ext::subgroup_size_control::NAME);
             }
         }
-        if extatf && (f.buffer_f32_atomics || f.shared_f32_atomics) {
+        if extatf && (f.buffer_f32_atomics || f.shared_f32_atomics || f.buffer_f64_atomic_add) {
             e2 = e2.push_next(&mut eatf);
             ext_names.push(ash::ext::shader_atomic_float::NAME);
         }
@@ -331,6 +350,9 @@ impl Core {
         let spirv14 = !v12 && has(ash::khr::spirv_1_4::NAME) && has(ash::khr::shader_float_controls::NAME);
         if spirv14 {
             ext_names.push(ash::khr::spirv_1_4::NAME);
+        }
+        // The float controls (signed zeros) on a Vulkan 1.1 device; SPIR-V 1.4 needs them too.
+        if !v12 && has_float_controls {
             ext_names.push(ash::khr::shader_float_controls::NAME);
         }
         let spirv_max = match api {
