@@ -296,6 +296,21 @@ pub fn reverse4<T: Elt + Shuffle>() -> Check {
     gather_check::<T>(gather_kernel::<T>("reverse4", |lane| lane / 4 * 4 + 3 - lane % 4), |l| l / 4 * 4 + 3 - l % 4)
 }
 
+/// `broadcast` from a lane that differs per lane (lane `l` reads `l ^ 1`): where a broadcast needs
+/// a subgroup-uniform lane (SPIR-V's `OpGroupNonUniformBroadcast`), the backend lowers it to a
+/// shuffle.
+pub fn broadcast_varying_lane<T: Elt + Shuffle>() -> Check {
+    let kernel = Kernel::range(&format!("broadcast_varying_lane_{}", T::NAME), BLOCK, |k| {
+        let src = k.array::<T>("src");
+        let dst = k.array::<T>("dst");
+        k.parallel_for(0, src.len(), |i| {
+            let lane = subgroup::invocation_id() ^ 1;
+            dst.set(i, subgroup::broadcast(src.get(i), lane.cast::<u32>()));
+        });
+    });
+    gather_check::<T>(kernel, |l| l ^ 1)
+}
+
 /// Tree reduction of 4 with `shuffle_down`: lane 0 of each group of 4 holds the group's sum.
 pub fn reduce4<T: Elt + Shuffle>() -> Check {
     let kernel = Kernel::range(&format!("reduce4_{}", T::NAME), BLOCK, |k| {
@@ -692,6 +707,7 @@ pub fn atomic_cas_check<T: IntElt>() -> Check {
 fn per_type<T: Elt + Shuffle>(checks: &mut Vec<(String, Check)>) {
     let t = T::NAME;
     checks.push((format!("examples/broadcast_lane0/{t}"), broadcast_lane0::<T>()));
+    checks.push((format!("examples/broadcast_varying_lane/{t}"), broadcast_varying_lane::<T>()));
     checks.push((format!("examples/identity_shuffle/{t}"), identity_shuffle::<T>()));
     checks.push((format!("examples/swap_neighbours/{t}"), swap_neighbours::<T>()));
     checks.push((format!("examples/reverse4/{t}"), reverse4::<T>()));

@@ -71,7 +71,8 @@ impl Features {
         add(self.buffer_int64_atomics && self.shared_int64_atomics, "64-bit atomics");
         add(self.buffer_f32_atomic_add && self.shared_f32_atomic_add, "f32 atomic add");
         add(self.buffer_f64_atomic_add && self.float64, "f64 atomic add");
-        add(self.signed_zeros32, "signed zeros (f32)");
+        add(self.signed_zeros32, "signed zeros in f32");
+        add(self.signed_zeros64 && self.float64, "signed zeros in f64");
         add(self.memory_model && self.memory_model_device_scope, "Vulkan memory model");
         v
     }
