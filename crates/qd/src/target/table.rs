@@ -97,6 +97,9 @@ pub fn rows() -> Vec<(&'static str, String, Feature)> {
     for d in [DType::F16, DType::BF16, DType::F64, DType::I64, DType::F16x2, DType::B128] {
         rows.push(("values", format!("{d} values"), Feature::Values(d)));
     }
+    for d in [DType::F32, DType::F64] {
+        rows.push(("values", format!("signed zeros in {d} (float atomic_sub)"), Feature::SignedZeros(d)));
+    }
     for d in [DType::Bool, DType::U8, DType::I16, DType::F16, DType::F64] {
         rows.push(("arrays", format!("device arrays of {d}"), Feature::Storage(d, MemSpace::Device)));
     }

@@ -103,7 +103,7 @@ pub(crate) fn limits(subgroup_size: u32, caps: &SpirvCaps) -> Limits {
 }
 
 /// How a Vulkan device with `caps` provides `f`: no NVIDIA families, no vote or barrier-reduce
-/// shortcuts (the library composes them), broadcast only from a subgroup-uniform lane, types and
+/// shortcuts (the library composes them), a broadcast from a non-constant lane as a shuffle, types and
 /// atomics as the device's features allow, CAS loops where SPIR-V has no native atomic.
 pub(crate) fn support(caps: &SpirvCaps, f: Feature) -> Support {
     let int64_atomics = |t: DType| {
