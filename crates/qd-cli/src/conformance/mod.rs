@@ -12,6 +12,7 @@ pub mod flags;
 pub mod grid;
 pub mod nv;
 pub mod rng;
+pub mod shaped;
 pub mod subgroup;
 
 pub use rng::Rng;
@@ -121,6 +122,7 @@ pub fn all_cases() -> Vec<Case> {
     let mut cases = Vec::new();
     examples::register(&mut cases);
     atomic_extra::register(&mut cases);
+    shaped::register(&mut cases);
     subgroup::register(&mut cases);
     block_algos::register(&mut cases);
     nv::register(&mut cases);

@@ -4,4 +4,5 @@
 pub mod atomic;
 pub mod block;
 pub mod grid;
+mod shaped;
 pub mod subgroup;
