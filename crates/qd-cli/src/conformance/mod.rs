@@ -14,6 +14,7 @@ pub mod nv;
 pub mod rng;
 pub mod shaped;
 pub mod subgroup;
+pub mod vectors;
 
 pub use rng::Rng;
 
@@ -123,6 +124,7 @@ pub fn all_cases() -> Vec<Case> {
     examples::register(&mut cases);
     atomic_extra::register(&mut cases);
     shaped::register(&mut cases);
+    vectors::register(&mut cases);
     subgroup::register(&mut cases);
     block_algos::register(&mut cases);
     nv::register(&mut cases);

@@ -6,3 +6,4 @@ pub mod block;
 pub mod grid;
 mod shaped;
 pub mod subgroup;
+pub mod vector;
