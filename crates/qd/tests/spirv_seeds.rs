@@ -95,3 +95,15 @@ fn float_atomic_sub_negates_and_keeps_signed_zeros_where_the_device_can() {
     // Kernels without a float negation leave the driver its float freedom.
     assert!(!lower(&add_kernel::<f32>(), &SpirvCaps::lavapipe()).contains("SignedZeroInfNanPreserve"));
 }
+
+/// lavapipe reports no f16 atomic add, and no GPU of the record does either, so this module is
+/// validated by spirv-val only (never run): the capability forced on.
+#[test]
+fn f16_atomic_add_is_native_with_the_capability_forced() {
+    let forced = SpirvCaps { float16_atomic_add: true, float16: true, ..SpirvCaps::lavapipe() };
+    let text = lower(&add_kernel::<qd::trace::F16>(), &forced);
+    assert!(text.contains("OpCapability AtomicFloat16AddEXT") && text.contains("OpAtomicFAddEXT"), "{text}");
+    assert!(text.contains("SPV_EXT_shader_atomic_float16_add"), "{text}");
+    let cas = lower(&add_kernel::<qd::trace::F16>(), &SpirvCaps { float16: true, ..SpirvCaps::lavapipe() });
+    assert!(!cas.contains("OpAtomicFAddEXT"), "{cas}");
+}

@@ -40,10 +40,11 @@ fn fixed(target: Target) -> Column {
 /// A Vulkan column: the answer with every optional device feature, and, where it changes without
 /// them, what the device must offer (the reason names the Vulkan feature).
 fn vulkan() -> Column {
-    let all = SpirvCaps { float16: true, float64_atomic_add: true, ..SpirvCaps::lavapipe() };
+    let all = SpirvCaps { float16: true, float64_atomic_add: true, float16_atomic_add: true, ..SpirvCaps::lavapipe() };
     let none = SpirvCaps {
         float32_atomic_add: false,
         float64_atomic_add: false,
+        float16_atomic_add: false,
         signed_zeros32: false,
         signed_zeros64: false,
         float64: false,

@@ -17,6 +17,10 @@ pub struct SpirvCaps {
     /// `VK_EXT_shader_atomic_float` `shaderBufferFloat64AtomicAdd`: f64 `atomic_add` on device
     /// arrays is one `OpAtomicFAddEXT` (capability `AtomicFloat64AddEXT`; otherwise a CAS loop).
     pub float64_atomic_add: bool,
+    /// `VK_EXT_shader_atomic_float2` `shaderBufferFloat16AtomicAdd`, with `shaderFloat16` and
+    /// 16-bit storage: f16 `atomic_add` on device arrays is one `OpAtomicFAddEXT` (capability
+    /// `AtomicFloat16AddEXT`; otherwise a CAS loop on the enclosing word).
+    pub float16_atomic_add: bool,
     /// `shaderSignedZeroInfNanPreserveFloat32` (`VK_KHR_shader_float_controls`, Vulkan 1.2): modules
     /// that compute in f32 (f16 and bf16 included) ask for `SignedZeroInfNanPreserve 32`, so the
     /// driver keeps `-0.0` (seed 003's float `atomic_sub`); without it [`Feature::SignedZeros`] of
@@ -59,6 +63,7 @@ impl SpirvCaps {
         SpirvCaps {
             float32_atomic_add: true,
             float64_atomic_add: false,
+            float16_atomic_add: false,
             signed_zeros32: true,
             signed_zeros64: true,
             float64: true,
@@ -194,6 +199,7 @@ fn atomic_rmw(caps: &SpirvCaps, op: AtomicOp, t: DType, s: MemSpace) -> Support 
         AtomicOp::Add if s == MemSpace::Device => match t {
             DType::F32 => caps.float32_atomic_add,
             DType::F64 => caps.float64_atomic_add,
+            DType::F16 => caps.float16_atomic_add && caps.float16 && caps.int16_storage,
             _ => false,
         },
         _ => false,

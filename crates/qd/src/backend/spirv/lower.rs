@@ -79,6 +79,8 @@ pub(super) enum View {
     F32,
     /// The same bytes as f64 (native `OpAtomicFAddEXT`).
     F64,
+    /// The same bytes as f16 (native `OpAtomicFAddEXT`).
+    F16,
 }
 
 pub(super) struct LoopCtx {

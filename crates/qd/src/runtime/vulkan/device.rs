@@ -25,6 +25,8 @@ pub(crate) struct Features {
     pub(super) shared_f32_atomics: bool,
     pub(super) shared_f32_atomic_add: bool,
     pub(super) buffer_f64_atomic_add: bool,
+    /// `VK_EXT_shader_atomic_float2` `shaderBufferFloat16AtomicAdd`.
+    pub(super) buffer_f16_atomic_add: bool,
     /// `shaderSignedZeroInfNanPreserveFloat32/64` (a property of the float controls, which are
     /// usable: Vulkan 1.2, or `VK_KHR_shader_float_controls` enabled).
     pub(super) signed_zeros32: bool,
@@ -44,6 +46,7 @@ impl Features {
         spirv::SpirvCaps {
             float32_atomic_add: self.buffer_f32_atomic_add && self.shared_f32_atomic_add,
             float64_atomic_add: self.buffer_f64_atomic_add && self.float64,
+            float16_atomic_add: self.buffer_f16_atomic_add,
             signed_zeros32: self.signed_zeros32,
             signed_zeros64: self.signed_zeros64 && self.float64,
             float64: self.float64,
@@ -71,6 +74,7 @@ impl Features {
         add(self.buffer_int64_atomics && self.shared_int64_atomics, "64-bit atomics");
         add(self.buffer_f32_atomic_add && self.shared_f32_atomic_add, "f32 atomic add");
         add(self.buffer_f64_atomic_add && self.float64, "f64 atomic add");
+        add(self.buffer_f16_atomic_add && self.float16 && self.storage16, "f16 atomic add");
         add(self.signed_zeros32, "signed zeros in f32");
         add(self.signed_zeros64 && self.float64, "signed zeros in f64");
         add(self.memory_model && self.memory_model_device_scope, "Vulkan memory model");
@@ -212,6 +216,7 @@ impl Core {
         let mut fat64 = vk::PhysicalDeviceShaderAtomicInt64Features::default();
         let mut fmm = vk::PhysicalDeviceVulkanMemoryModelFeatures::default();
         let mut fatf = vk::PhysicalDeviceShaderAtomicFloatFeaturesEXT::default();
+        let mut fatf2 = vk::PhysicalDeviceShaderAtomicFloat2FeaturesEXT::default();
         let mut fext = vk::PhysicalDeviceShaderSubgroupExtendedTypesFeatures::default();
         let mut fsize = vk::PhysicalDeviceSubgroupSizeControlFeatures::default();
         let ext8 = !v12 && has(ash::khr::_8bit_storage::NAME);
@@ -221,6 +226,7 @@ impl Core {
         let extsgt = !v12 && has(ash::khr::shader_subgroup_extended_types::NAME);
         let extsize = !v13 && has(ash::ext::subgroup_size_control::NAME);
         let extatf = has(ash::ext::shader_atomic_float::NAME);
+        let extatf2 = has(ash::ext::shader_atomic_float2::NAME);
         let core_features = {
             let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut f16bit);
             if v12 || ext8 {
@@ -244,6 +250,9 @@ impl Core {
             if extatf {
                 f2 = f2.push_next(&mut fatf);
             }
+            if extatf2 {
+                f2 = f2.push_next(&mut fatf2);
+            }
             // SAFETY: a chain of structures this device version or its extensions define.
             unsafe { inst.get_physical_device_features2(pd, &mut f2) };
             f2.features
@@ -266,6 +275,8 @@ impl Core {
             shared_f32_atomics: on(fatf.shader_shared_float32_atomics),
             shared_f32_atomic_add: on(fatf.shader_shared_float32_atomic_add),
             buffer_f64_atomic_add: on(fatf.shader_buffer_float64_atomic_add),
+            // VK_EXT_shader_atomic_float2 depends on VK_EXT_shader_atomic_float.
+            buffer_f16_atomic_add: extatf && on(fatf2.shader_buffer_float16_atomic_add),
             signed_zeros32: has_float_controls && on(float_controls.shader_signed_zero_inf_nan_preserve_float32),
             signed_zeros64: has_float_controls && on(float_controls.shader_signed_zero_inf_nan_preserve_float64),
             memory_model: on(fmm.vulkan_memory_model),
@@ -343,9 +354,16 @@ impl Core {
                 ext_names.push(ash::ext::subgroup_size_control::NAME);
             }
         }
-        if extatf && (f.buffer_f32_atomics || f.shared_f32_atomics || f.buffer_f64_atomic_add) {
+        let any_float_atomic = f.buffer_f32_atomics || f.shared_f32_atomics || f.buffer_f64_atomic_add;
+        if extatf && (any_float_atomic || f.buffer_f16_atomic_add) {
             e2 = e2.push_next(&mut eatf);
             ext_names.push(ash::ext::shader_atomic_float::NAME);
+        }
+        let mut eatf2 =
+            vk::PhysicalDeviceShaderAtomicFloat2FeaturesEXT::default().shader_buffer_float16_atomic_add(true);
+        if extatf2 && f.buffer_f16_atomic_add {
+            e2 = e2.push_next(&mut eatf2);
+            ext_names.push(ash::ext::shader_atomic_float2::NAME);
         }
         // SPIR-V 1.4 on a Vulkan 1.1 device.
         let spirv14 = !v12 && has(ash::khr::spirv_1_4::NAME) && has(ash::khr::shader_float_controls::NAME);
