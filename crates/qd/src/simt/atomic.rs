@@ -68,8 +68,7 @@ rmw!(
 #[track_caller]
 pub fn atomic_sub<T: Num>(target: Elem<T>, value: impl IntoVal<T>) -> Val<T> {
     let _op = op_scope("atomic_sub");
-    let value = value.into_val();
-    let neg = if T::DTYPE.is_float() { negate(value) } else { Val::constant(T::ZERO) - value };
+    let neg = if T::DTYPE.is_float() { negate(value.into_val()) } else { Val::constant(T::ZERO) - value.into_val() };
     atomic_rmw(target, AtomicOp::Add, neg, Ordering::Relaxed, Scope::Device)
 }
 

@@ -95,11 +95,10 @@ impl<T: Scalar, const N: usize> ShapedArray<T, N> {
                 probe.get(i);
             }
         }
-        let mut flat = Val::constant(0i32);
-        for (d, &i) in index.iter().enumerate() {
-            flat = if d == 0 { i } else { flat * self.shape[d] as i32 + i };
-        }
-        flat
+        let Some(&first) = index.first() else {
+            return Val::constant(0i32); // no dimension: refused while tracing
+        };
+        index.iter().zip(self.shape).skip(1).fold(first, |flat, (&i, extent)| flat * extent as i32 + i)
     }
 
     /// Element `index` (one index per dimension).
