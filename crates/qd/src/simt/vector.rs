@@ -98,7 +98,7 @@ impl<T: Num, const N: usize> Vector<T, N> {
     pub fn dot(self, other: Self) -> Val<T> {
         let mut acc = self.0[0] * other.0[0];
         for c in 1..N {
-            acc = acc + self.0[c] * other.0[c];
+            acc += self.0[c] * other.0[c];
         }
         acc
     }
