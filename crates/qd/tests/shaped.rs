@@ -61,3 +61,12 @@ fn the_shape_must_fit() {
     let e = k.trace(&qd::target::Target::cpu(32)).unwrap_err();
     assert!(e.to_string().contains("more than"), "{e}");
 }
+
+#[test]
+fn a_shared_vector_array_too_large_is_a_trace_error() {
+    let k = Kernel::explicit("huge_vectors", 32, |_| {
+        qd::simt::vector::VectorArray::<f32, 4>::shared(u32::MAX / 2);
+    });
+    let e = k.trace(&qd::target::Target::cpu(32)).unwrap_err();
+    assert!(e.to_string().contains("more than"), "{e}");
+}

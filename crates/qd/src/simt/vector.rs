@@ -30,7 +30,7 @@
 
 use crate::simt::atomic;
 use crate::simt::block;
-use crate::trace::{select, Array, Elem, IntoVal, Num, Scalar, Signed, Val};
+use crate::trace::{select, trace_error, Array, Elem, IntoVal, Num, Scalar, Signed, Val};
 use std::ops;
 
 /// `N` values of `T`, component-wise.
@@ -288,6 +288,19 @@ impl<T: Num, const R: usize, const C: usize> ops::Mul<Val<T>> for Matrix<T, R, C
     }
 }
 
+/// The scalars of `len` packed values of `per` scalars each (an error while tracing when that
+/// does not fit a shared array's `u32` length).
+#[track_caller]
+fn scalars(op: &str, len: u32, per: usize) -> u32 {
+    match u32::try_from(per).ok().and_then(|p| len.checked_mul(p)) {
+        Some(n) => n,
+        None => {
+            trace_error(op, format!("{len} values of {per} scalars each are more than {} scalars", u32::MAX));
+            0
+        }
+    }
+}
+
 /// An array of `N`-component vectors over a scalar array, packed (see the module's layout).
 pub struct VectorArray<T, const N: usize> {
     scalars: Array<T>,
@@ -309,7 +322,7 @@ impl<T: Scalar, const N: usize> VectorArray<T, N> {
     /// A block-shared array of `len` vectors (`len * N` scalars).
     #[track_caller]
     pub fn shared(len: u32) -> Self {
-        VectorArray::new(block::shared_array::<T>(len * N as u32))
+        VectorArray::new(block::shared_array::<T>(scalars("VectorArray::shared", len, N)))
     }
 
     /// The underlying scalars.
@@ -418,7 +431,7 @@ impl<T: Scalar, const R: usize, const C: usize> MatrixArray<T, R, C> {
     /// A block-shared array of `len` matrices.
     #[track_caller]
     pub fn shared(len: u32) -> Self {
-        MatrixArray::new(block::shared_array::<T>(len * (R * C) as u32))
+        MatrixArray::new(block::shared_array::<T>(scalars("MatrixArray::shared", len, R * C)))
     }
 
     /// The underlying scalars.
