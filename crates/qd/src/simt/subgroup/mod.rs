@@ -278,7 +278,7 @@ pub fn shuffle_xor<T: Shuffle>(value: impl IntoVal<T>, mask: impl IntoVal<u32>) 
 /// Expresses "read lane `index`" and may map to a cheaper instruction than [`shuffle`]. Where the
 /// broadcast instruction needs a subgroup-uniform lane (SPIR-V, MSL's `simd_broadcast`), a lane
 /// the backend cannot prove uniform is lowered to a shuffle; a target that could do neither would
-/// answer [`Feature::DynamicBroadcastLane`](crate::target::Feature::DynamicBroadcastLane)
+/// answer [`Feature::DynamicBroadcastLane`]
 /// unsupported, and a varying `index` there is a trace-time error.
 #[track_caller]
 pub fn broadcast<T: Shuffle>(value: impl IntoVal<T>, index: impl IntoVal<u32>) -> Val<T> {
