@@ -5,14 +5,15 @@
 //! reference, an exact comparison. A [`Check`] owns its kernel, so `qd tour` runs the same code as
 //! `qd conformance` and `qd emit` prints the same kernels.
 
+pub use super::flags::{last_block_done, last_block_done_with, producer_consumer, producer_consumer_with, Split, Wait};
 use super::{expect_eq, fail, Case, CaseError, Outcome, Rng};
 use qd::prelude::*;
-use qd::trace::{for_range, while_, Int, Shuffle};
+use qd::trace::{Int, Shuffle};
 use std::fmt::Debug;
 use std::ops::{BitAnd, BitOr, BitXor};
 
 /// Threads per block in every kernel here (a multiple of every emulated subgroup width).
-const BLOCK: u32 = 64;
+pub(super) const BLOCK: u32 = 64;
 
 /// What a successful run reports: a one-line summary of inputs and outputs for the tour.
 pub type Summary = String;
@@ -27,7 +28,7 @@ pub struct Check {
 }
 
 impl Check {
-    fn new(
+    pub(super) fn new(
         kernel: Kernel,
         run: impl Fn(&Kernel, &Device, &mut Rng) -> Result<Summary, CaseError> + Send + Sync + 'static,
     ) -> Check {
@@ -135,12 +136,12 @@ float_elt!(f32, f64);
 // Host helpers.
 
 /// A random length: 1 to 8 blocks.
-fn random_len(rng: &mut Rng) -> usize {
+pub(super) fn random_len(rng: &mut Rng) -> usize {
     BLOCK as usize * random_blocks(rng)
 }
 
 /// A random grid: 1 to 8 blocks, enough for blocks to run concurrently on the emulator's pool.
-fn random_blocks(rng: &mut Rng) -> usize {
+pub(super) fn random_blocks(rng: &mut Rng) -> usize {
     rng.range_i64(1, 9) as usize
 }
 
@@ -150,15 +151,15 @@ fn random_data<T: Elt>(rng: &mut Rng) -> Vec<T> {
     random_vec(rng, n, T::random)
 }
 
-fn random_vec<T>(rng: &mut Rng, n: usize, f: impl Fn(&mut Rng) -> T) -> Vec<T> {
+pub(super) fn random_vec<T>(rng: &mut Rng, n: usize, f: impl Fn(&mut Rng) -> T) -> Vec<T> {
     (0..n).map(|_| f(rng)).collect()
 }
 
-fn upload<T: Scalar>(device: &Device, data: &[T]) -> Result<DeviceArray<T>, CaseError> {
+pub(super) fn upload<T: Scalar>(device: &Device, data: &[T]) -> Result<DeviceArray<T>, CaseError> {
     device.array_from(data).map_err(fail)
 }
 
-fn download<T: Scalar>(a: &DeviceArray<T>) -> Result<Vec<T>, CaseError> {
+pub(super) fn download<T: Scalar>(a: &DeviceArray<T>) -> Result<Vec<T>, CaseError> {
     a.to_vec().map_err(fail)
 }
 
@@ -171,7 +172,7 @@ fn head<T: Debug>(xs: &[T]) -> String {
 }
 
 /// `name = [first elements, ...] (n = len)`.
-fn show<T: Debug>(name: &str, xs: &[T]) -> String {
+pub(super) fn show<T: Debug>(name: &str, xs: &[T]) -> String {
     format!("{name} = {} (n = {})", head(xs), xs.len())
 }
 
@@ -295,6 +296,21 @@ pub fn reverse4<T: Elt + Shuffle>() -> Check {
     gather_check::<T>(gather_kernel::<T>("reverse4", |lane| lane / 4 * 4 + 3 - lane % 4), |l| l / 4 * 4 + 3 - l % 4)
 }
 
+/// `broadcast` from a lane that differs per lane (lane `l` reads `l ^ 1`): where a broadcast needs
+/// a subgroup-uniform lane (SPIR-V's `OpGroupNonUniformBroadcast`), the backend lowers it to a
+/// shuffle.
+pub fn broadcast_varying_lane<T: Elt + Shuffle>() -> Check {
+    let kernel = Kernel::range(&format!("broadcast_varying_lane_{}", T::NAME), BLOCK, |k| {
+        let src = k.array::<T>("src");
+        let dst = k.array::<T>("dst");
+        k.parallel_for(0, src.len(), |i| {
+            let lane = subgroup::invocation_id() ^ 1;
+            dst.set(i, subgroup::broadcast(src.get(i), lane.cast::<u32>()));
+        });
+    });
+    gather_check::<T>(kernel, |l| l ^ 1)
+}
+
 /// Tree reduction of 4 with `shuffle_down`: lane 0 of each group of 4 holds the group's sum.
 pub fn reduce4<T: Elt + Shuffle>() -> Check {
     let kernel = Kernel::range(&format!("reduce4_{}", T::NAME), BLOCK, |k| {
@@ -394,107 +410,6 @@ pub fn shared_exchange<T: Elt + Shuffle>() -> Check {
         let got = download(&d)?;
         expect_eq("dst", &got, &want)?;
         Ok(format!("{}; {}", show("src", &src), show("dst", &got)))
-    })
-}
-
-/// Where the consumers of [`producer_consumer`] sit relative to the producer (thread 0).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Split {
-    /// The block page's pattern: every other thread of the block consumes.
-    Block,
-    /// Consumers only in other subgroups (blocks of 128, so a 64-wide subgroup has a neighbour).
-    CrossSubgroup,
-    /// Consumers only in the producer's own subgroup: divergent paths of one subgroup.
-    SameSubgroup,
-}
-
-impl Split {
-    /// Every variant, in case order.
-    pub const ALL: [Split; 3] = [Split::Block, Split::CrossSubgroup, Split::SameSubgroup];
-
-    /// Name used in case ids and kernel names.
-    pub fn name(self) -> &'static str {
-        match self {
-            Split::Block => "block",
-            Split::CrossSubgroup => "cross_subgroup",
-            Split::SameSubgroup => "same_subgroup",
-        }
-    }
-
-    fn block_dim(self) -> u32 {
-        match self {
-            Split::CrossSubgroup => 2 * BLOCK,
-            _ => BLOCK,
-        }
-    }
-
-    /// Whether thread `t` of a block consumes, on the host.
-    fn consumes(self, t: usize, sg: usize) -> bool {
-        match self {
-            Split::Block => t != 0,
-            Split::CrossSubgroup => t >= sg,
-            Split::SameSubgroup => t != 0 && t < sg,
-        }
-    }
-}
-
-/// The block page's producer/consumer: thread 0 writes the data, `block::mem_fence()`, sets a
-/// shared flag; consumers spin on `volatile_load(flag)` and then read the data. It must complete
-/// however producer and consumers are split over subgroups.
-pub fn producer_consumer(split: Split) -> Check {
-    let kernel = Kernel::explicit(&format!("producer_consumer_{}", split.name()), split.block_dim(), move |k| {
-        let src = k.array::<i32>("src");
-        let out = k.array::<i32>("out");
-        let data = block::shared_array::<i32>(1);
-        let flag = block::shared_array::<i32>(1);
-        let t = block::thread_idx();
-        let g = block::global_thread_idx();
-        // Shared memory starts undefined: clear the flag before anyone polls it.
-        if_(t.eq(0), || flag.set(0, 0));
-        block::sync();
-        let sg = subgroup::group_size() as i32;
-        let consumer = match split {
-            Split::Block => t.ne(0),
-            Split::CrossSubgroup => t.ge(sg),
-            Split::SameSubgroup => t.ne(0) & t.lt(sg),
-        };
-        if_else(
-            t.eq(0),
-            || {
-                let value = src.get(block::block_idx());
-                data.set(0, value);
-                block::mem_fence(); // the data write is ordered before the flag store
-                flag.set(0, 1);
-                out.set(g, value);
-            },
-            || {
-                if_(consumer, || {
-                    // block::sync() here would deadlock: the producer never reaches it.
-                    while_(|| volatile_load(flag.at(0)).eq(0), || {});
-                    block::mem_fence(); // the flag read is ordered before the data read
-                    out.set(g, data.get(0));
-                });
-            },
-        );
-    });
-    Check::new(kernel, move |kernel, device, rng| {
-        let b = split.block_dim() as usize;
-        let blocks = random_blocks(rng);
-        let src = random_vec(rng, blocks, |r| r.range_i64(0, 1000) as i32);
-        let a = upload(device, &src)?;
-        let out = upload(device, &vec![-1i32; blocks * b])?;
-        device.launch_grid(kernel, blocks as u32, &[a.arg(), out.arg()]).map_err(fail)?;
-        let sg = device.subgroup_size() as usize;
-        let want: Vec<i32> =
-            (0..blocks * b).map(|g| if g % b == 0 || split.consumes(g % b, sg) { src[g / b] } else { -1 }).collect();
-        let got = download(&out)?;
-        expect_eq("out", &got, &want)?;
-        let consumers = (0..b).filter(|&t| split.consumes(t, sg)).count();
-        Ok(format!(
-            "{}; {consumers} consumers per block of {b} completed; {}",
-            show("src (one per block)", &src),
-            show("out", &got)
-        ))
     })
 }
 
@@ -640,49 +555,11 @@ fn random_predicates(rng: &mut Rng, n: usize) -> Vec<i32> {
     }
 }
 
-/// The last-block-done pattern: every thread publishes `a[g]` with `grid::mem_fence()`; thread 0
-/// of each block then takes a ticket, and the block that takes the last one sums all of `a`.
-pub fn last_block_done() -> Check {
-    let kernel = Kernel::explicit("last_block_done", BLOCK, |k| {
-        let src = k.array::<i32>("src");
-        let a = k.array::<i32>("a");
-        let counter = k.array::<i32>("counter");
-        let total = k.array::<i32>("total");
-        let t = block::thread_idx();
-        let g = block::global_thread_idx();
-        a.set(g, src.get(g));
-        grid::mem_fence(); // a[g] is visible device-wide before this block is counted
-        block::sync(); // every thread of the block has written and fenced
-        if_(t.eq(0), || {
-            let ticket = atomic_add(counter.at(0), 1);
-            if_(ticket.eq(block::grid_dim() - 1), || {
-                grid::mem_fence(); // the ticket is ordered before the reads of other blocks' data
-                let sum = var(0i32);
-                for_range(0, a.len(), |j| sum.set(sum.get() + volatile_load(a.at(j))));
-                total.set(0, sum.get());
-            });
-        });
-    });
-    Check::new(kernel, |kernel, device, rng| {
-        let blocks = random_blocks(rng);
-        let src = random_vec(rng, blocks * BLOCK as usize, |r| r.next_u64() as i32);
-        let s = upload(device, &src)?;
-        let a = device.zeros::<i32>(src.len()).map_err(fail)?;
-        let counter = device.zeros::<i32>(1).map_err(fail)?;
-        let total = device.zeros::<i32>(1).map_err(fail)?;
-        device.launch_grid(kernel, blocks as u32, &[s.arg(), a.arg(), counter.arg(), total.arg()]).map_err(fail)?;
-        let want = src.iter().fold(0i32, |x, &y| x.wrapping_add(y));
-        expect_eq("total", &download(&total)?, &[want])?;
-        expect_eq("counter", &download(&counter)?, &[blocks as i32])?;
-        Ok(format!("{blocks} blocks; total = {want}"))
-    })
-}
-
 // ---------------------------------------------------------------------------------------------
 // Atomic read-modify-write table.
 
 /// Elements every thread's contended atomic lands on (`acc[i % SLOTS]`).
-const SLOTS: usize = 4;
+pub(super) const SLOTS: usize = 4;
 
 /// An atomic read-modify-write op: its device call and its host meaning.
 pub struct Rmw<T> {
@@ -830,6 +707,7 @@ pub fn atomic_cas_check<T: IntElt>() -> Check {
 fn per_type<T: Elt + Shuffle>(checks: &mut Vec<(String, Check)>) {
     let t = T::NAME;
     checks.push((format!("examples/broadcast_lane0/{t}"), broadcast_lane0::<T>()));
+    checks.push((format!("examples/broadcast_varying_lane/{t}"), broadcast_varying_lane::<T>()));
     checks.push((format!("examples/identity_shuffle/{t}"), identity_shuffle::<T>()));
     checks.push((format!("examples/swap_neighbours/{t}"), swap_neighbours::<T>()));
     checks.push((format!("examples/reverse4/{t}"), reverse4::<T>()));
@@ -863,8 +741,11 @@ pub fn checks() -> Vec<(String, Check)> {
     checks.push(("examples/ballot_count_positive".into(), ballot_count_positive()));
     checks.push(("examples/group_size_query".into(), group_size_query()));
     checks.push(("examples/reservation_counter".into(), reservation_counter()));
-    for split in Split::ALL {
-        checks.push((format!("examples/producer_consumer/{}", split.name()), producer_consumer(split)));
+    for wait in Wait::ALL {
+        for split in Split::ALL {
+            let id = format!("examples/producer_consumer/{}{}", split.name(), wait.suffix());
+            checks.push((id, producer_consumer_with(split, wait)));
+        }
     }
     checks.push(("block/thread_indices/explicit".into(), thread_indices_explicit()));
     checks.push(("block/thread_indices/range".into(), thread_indices_range()));
@@ -872,6 +753,7 @@ pub fn checks() -> Vec<(String, Check)> {
         checks.push((format!("block/{}", op.name()), block_sync_reduce(op)));
     }
     checks.push(("grid/last_block_done".into(), last_block_done()));
+    checks.push(("grid/last_block_done/memfence_alias".into(), last_block_done_with(true)));
     atomics_integer::<i32>(&mut checks);
     atomics_integer::<u32>(&mut checks);
     atomics_integer::<i64>(&mut checks);

@@ -5,12 +5,16 @@
 //! target ([`CaseError::Unsupported`], with the check's reason): cases never test a device's name
 //! or capabilities themselves. Skips never count as passes.
 
+pub mod atomic_extra;
 pub mod block_algos;
 pub mod examples;
+pub mod flags;
 pub mod grid;
 pub mod nv;
 pub mod rng;
+pub mod shaped;
 pub mod subgroup;
+pub mod vectors;
 
 pub use rng::Rng;
 
@@ -118,6 +122,9 @@ impl Case {
 pub fn all_cases() -> Vec<Case> {
     let mut cases = Vec::new();
     examples::register(&mut cases);
+    atomic_extra::register(&mut cases);
+    shaped::register(&mut cases);
+    vectors::register(&mut cases);
     subgroup::register(&mut cases);
     block_algos::register(&mut cases);
     nv::register(&mut cases);

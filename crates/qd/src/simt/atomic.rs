@@ -3,7 +3,7 @@
 //! The defaults are relaxed at device scope (what CUDA's `atomicAdd` is, D6); [`atomic_rmw`] and
 //! [`atomic_cas_with`] take an explicit ordering and scope.
 
-use crate::ir::{AtomicOp, InstKind, Ordering, Scope};
+use crate::ir::{AtomicOp, InstKind, Ordering, Scope, UnOp};
 use crate::trace::{current_loc, emit_at, new_value, op_scope, Elem, Int, IntoVal, Num, Scalar, Val};
 
 /// Atomic `op` on `target` with an explicit ordering and scope; returns the old value.
@@ -61,12 +61,23 @@ rmw!(
     /// `x = y`, returning the old value.
     atomic_exchange, Exchange, Num);
 
-/// `x -= y`: rewritten to `atomic_add(x, -y)` (wrapping negation for unsigned types).
+/// `x -= y`: rewritten to `atomic_add(x, -y)` (seed 003; wrapping negation for integers).
+///
+/// Floats use a true negation, not `0 - y`: the two differ for signed zeros (`-0.0 - +0.0` is
+/// `-0.0`, while `-0.0 + (0 - 0.0)` would be `+0.0`).
 #[track_caller]
 pub fn atomic_sub<T: Num>(target: Elem<T>, value: impl IntoVal<T>) -> Val<T> {
     let _op = op_scope("atomic_sub");
-    let neg = Val::constant(T::ZERO) - value.into_val();
+    let neg = if T::DTYPE.is_float() { negate(value.into_val()) } else { Val::constant(T::ZERO) - value.into_val() };
     atomic_rmw(target, AtomicOp::Add, neg, Ordering::Relaxed, Scope::Device)
+}
+
+/// `-v` for any numeric type (`ops::Neg` is only implemented for the signed ones).
+#[track_caller]
+fn negate<T: Num>(v: Val<T>) -> Val<T> {
+    let dst = new_value(T::DTYPE);
+    emit_at(InstKind::Unary { dst, op: UnOp::Neg, a: v.id() }, current_loc());
+    Val::from_id(dst)
 }
 
 /// Compare and swap: writes `desired` when `x == expected`; returns the old value (integers only).

@@ -117,6 +117,8 @@ pub fn grid_dim() -> Val<i32> {
     special(Special::GridDim)
 }
 
+pub use super::shaped::{shared_array_shaped, ShapedArray};
+
 /// Allocates a shared array of `len` elements, one per block, uninitialised.
 ///
 /// Each call while tracing is one allocation; a call inside a traced loop allocates once.

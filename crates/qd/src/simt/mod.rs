@@ -4,4 +4,6 @@
 pub mod atomic;
 pub mod block;
 pub mod grid;
+mod shaped;
 pub mod subgroup;
+pub mod vector;

@@ -179,6 +179,11 @@ pub enum Feature {
     AtomicCas(DType, MemSpace),
     /// An atomic (ordered) load or store, or a volatile access the target makes atomic.
     OrderedAccess(DType, MemSpace),
+    /// Float arithmetic of this type keeps the sign of zeros, infinities and NaNs as IEEE 754
+    /// does (`-0.0 + -0.0 == -0.0`; seed 003's float `atomic_sub`): a kernel that depends on it
+    /// declares it ([`KernelBuilder::requires`](crate::trace::KernelBuilder::requires)). SPIR-V
+    /// lets a driver ignore signed zeros unless the module asks for `SignedZeroInfNanPreserve`.
+    SignedZeros(DType),
 }
 
 impl fmt::Display for Feature {
@@ -197,6 +202,7 @@ impl fmt::Display for Feature {
             Feature::AtomicRmw(op, d, s) => write!(f, "atomic_{} on {} {d}", op.name(), s.name()),
             Feature::AtomicCas(d, s) => write!(f, "atomic_cas on {} {d}", s.name()),
             Feature::OrderedAccess(d, s) => write!(f, "ordered load/store on {} {d}", s.name()),
+            Feature::SignedZeros(d) => write!(f, "signed zeros in {d} arithmetic"),
         }
     }
 }

@@ -40,9 +40,13 @@ fn fixed(target: Target) -> Column {
 /// A Vulkan column: the answer with every optional device feature, and, where it changes without
 /// them, what the device must offer (the reason names the Vulkan feature).
 fn vulkan() -> Column {
-    let all = SpirvCaps { float16: true, ..SpirvCaps::lavapipe() };
+    let all = SpirvCaps { float16: true, float64_atomic_add: true, float16_atomic_add: true, ..SpirvCaps::lavapipe() };
     let none = SpirvCaps {
         float32_atomic_add: false,
+        float64_atomic_add: false,
+        float16_atomic_add: false,
+        signed_zeros32: false,
+        signed_zeros64: false,
         float64: false,
         int64_atomics: false,
         int8_storage: false,
@@ -93,6 +97,9 @@ pub fn rows() -> Vec<(&'static str, String, Feature)> {
     }
     for d in [DType::F16, DType::BF16, DType::F64, DType::I64, DType::F16x2, DType::B128] {
         rows.push(("values", format!("{d} values"), Feature::Values(d)));
+    }
+    for d in [DType::F32, DType::F64] {
+        rows.push(("values", format!("signed zeros in {d} (float atomic_sub)"), Feature::SignedZeros(d)));
     }
     for d in [DType::Bool, DType::U8, DType::I16, DType::F16, DType::F64] {
         rows.push(("arrays", format!("device arrays of {d}"), Feature::Storage(d, MemSpace::Device)));

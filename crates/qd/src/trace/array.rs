@@ -165,10 +165,16 @@ pub(crate) fn shared_array<T: Scalar>(name: &str, len: u32) -> Array<T> {
 /// Allocates a per-thread array of `len` elements.
 #[track_caller]
 pub fn local_array<T: Scalar>(len: u32) -> Array<T> {
+    let n = with(|s| s.kernel.local_arrays.len());
+    local_array_named(&format!("local{n}"), len)
+}
+
+/// Allocates a per-thread array of `len` elements called `name` (in the emulator's messages).
+#[track_caller]
+pub(crate) fn local_array_named<T: Scalar>(name: &str, len: u32) -> Array<T> {
     let idx = with(|s| {
-        let n = s.kernel.local_arrays.len();
-        s.kernel.local_arrays.push(ArrayDecl { name: format!("local{n}"), dtype: T::DTYPE, len });
-        n as u32
+        s.kernel.local_arrays.push(ArrayDecl { name: name.to_string(), dtype: T::DTYPE, len });
+        s.kernel.local_arrays.len() as u32 - 1
     });
     Array::from_ref(ArrayRef::Local(idx))
 }

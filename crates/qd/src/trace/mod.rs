@@ -10,8 +10,8 @@ mod control;
 mod scalar;
 mod value;
 
-pub(crate) use array::shared_array as shared_array_named;
 pub use array::{local_array, volatile_load, Array, Elem, SharedArray};
+pub(crate) use array::{local_array_named, shared_array as shared_array_named};
 pub use control::{break_, continue_, for_range, if_, if_else, loop_, return_, var, while_, Var};
 pub use scalar::{f16_bits_to_f32, f32_to_f16_bits, Float, Int, Num, Scalar, Shuffle, Signed, BF16, F16};
 pub(crate) use value::new_value;

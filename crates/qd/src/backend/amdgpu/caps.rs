@@ -85,6 +85,7 @@ pub(crate) fn support(arch: AmdgpuArch, f: Feature) -> Support {
             Support::polyfill(Polyfill::Lowering("a workgroup-scope fence (over-strict but correct, seed 002)"))
         }
         Feature::Tile { .. } | Feature::SharedMemory { .. } | Feature::SpinWait => Support::Native,
+        Feature::SignedZeros(_) => Support::Native, // LLVM keeps them without `nsz` flags
         Feature::Values(d) if d.is_packed() || d == DType::B128 => {
             Support::unsupported(format!("{d} values are not lowered for amdgpu"))
         }

@@ -84,6 +84,7 @@ pub(crate) fn support(msl: MslVersion, f: Feature) -> Support {
         )),
         Feature::DynamicBroadcastLane => Support::Native,
         Feature::SubgroupFence => Support::polyfill(Polyfill::Lowering("a threadgroup-scope fence")),
+        Feature::SignedZeros(_) => Support::Native, // the runtime compiles with fast math off
         Feature::Tile { .. } | Feature::SharedMemory { .. } | Feature::SpinWait => Support::Native,
         Feature::Values(DType::F64) | Feature::Storage(DType::F64, _) => {
             Support::unsupported("Metal has no double-precision type")

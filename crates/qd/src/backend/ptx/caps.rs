@@ -442,6 +442,7 @@ pub(crate) fn support(target: PtxTarget, f: crate::target::Feature) -> crate::ta
         },
         F::VoteShortcut | F::BarrierReduce | F::DynamicBroadcastLane => Support::Native,
         F::SubgroupFence => Support::polyfill(Polyfill::Lowering("a block-scope fence (over-strict but correct, D6)")),
+        F::SignedZeros(_) => Support::Native, // PTX float arithmetic is IEEE 754
         F::Tile { .. }
         | F::SharedMemory { .. }
         | F::SpinWait

@@ -14,6 +14,20 @@ pub struct SpirvCaps {
     /// `VK_EXT_shader_atomic_float` `shaderBufferFloat32AtomicAdd`: f32 `atomic_add` on device
     /// arrays is one `OpAtomicFAddEXT` (otherwise a CAS loop).
     pub float32_atomic_add: bool,
+    /// `VK_EXT_shader_atomic_float` `shaderBufferFloat64AtomicAdd`: f64 `atomic_add` on device
+    /// arrays is one `OpAtomicFAddEXT` (capability `AtomicFloat64AddEXT`; otherwise a CAS loop).
+    pub float64_atomic_add: bool,
+    /// `VK_EXT_shader_atomic_float2` `shaderBufferFloat16AtomicAdd`, with `shaderFloat16` and
+    /// 16-bit storage: f16 `atomic_add` on device arrays is one `OpAtomicFAddEXT` (capability
+    /// `AtomicFloat16AddEXT`; otherwise a CAS loop on the enclosing word).
+    pub float16_atomic_add: bool,
+    /// `shaderSignedZeroInfNanPreserveFloat32` (`VK_KHR_shader_float_controls`, Vulkan 1.2): modules
+    /// that compute in f32 (f16 and bf16 included) ask for `SignedZeroInfNanPreserve 32`, so the
+    /// driver keeps `-0.0` (seed 003's float `atomic_sub`); without it [`Feature::SignedZeros`] of
+    /// those types is unsupported.
+    pub signed_zeros32: bool,
+    /// `shaderSignedZeroInfNanPreserveFloat64`: the same for f64.
+    pub signed_zeros64: bool,
     /// `shaderFloat64`: f64 values and arrays.
     pub float64: bool,
     /// `shaderBufferInt64Atomics` and `shaderSharedInt64Atomics`: every 64-bit atomic (integer, and
@@ -43,11 +57,15 @@ pub struct SpirvCaps {
 }
 
 impl SpirvCaps {
-    /// What Mesa's lavapipe (22.3) offers: everything here but `shaderFloat16`, 32 KiB of shared
-    /// memory, the Vulkan memory model.
+    /// What Mesa's lavapipe (22.3) offers: everything here but `shaderFloat16` and f64 atomic add,
+    /// 32 KiB of shared memory, the Vulkan memory model.
     pub fn lavapipe() -> SpirvCaps {
         SpirvCaps {
             float32_atomic_add: true,
+            float64_atomic_add: false,
+            float16_atomic_add: false,
+            signed_zeros32: true,
+            signed_zeros64: true,
             float64: true,
             int64_atomics: true,
             int8_storage: true,
@@ -90,7 +108,7 @@ pub(crate) fn limits(subgroup_size: u32, caps: &SpirvCaps) -> Limits {
 }
 
 /// How a Vulkan device with `caps` provides `f`: no NVIDIA families, no vote or barrier-reduce
-/// shortcuts (the library composes them), broadcast only from a subgroup-uniform lane, types and
+/// shortcuts (the library composes them), a broadcast from a non-constant lane as a shuffle, types and
 /// atomics as the device's features allow, CAS loops where SPIR-V has no native atomic.
 pub(crate) fn support(caps: &SpirvCaps, f: Feature) -> Support {
     let int64_atomics = |t: DType| {
@@ -107,9 +125,9 @@ pub(crate) fn support(caps: &SpirvCaps, f: Feature) -> Support {
         Feature::BarrierReduce => Support::polyfill(Polyfill::Library(
             "a shared counter, one atomic add per contributing thread and two barriers",
         )),
-        Feature::DynamicBroadcastLane => {
-            Support::unsupported("OpGroupNonUniformBroadcast needs a subgroup-uniform lane; use shuffle")
-        }
+        // `OpGroupNonUniformBroadcast` needs a constant lane in SPIR-V 1.3; any other lane is an
+        // `OpGroupNonUniformShuffle` (`subgroup.rs`).
+        Feature::DynamicBroadcastLane => Support::polyfill(Polyfill::Lowering("OpGroupNonUniformShuffle")),
         Feature::SubgroupFence => Support::Native,
         Feature::Tile { .. } | Feature::SharedMemory { .. } | Feature::SpinWait => Support::Native,
         Feature::Values(d) if d.is_packed() || d == DType::B128 => {
@@ -143,6 +161,24 @@ pub(crate) fn support(caps: &SpirvCaps, f: Feature) -> Support {
             _ => Support::Native,
         }),
         Feature::AtomicRmw(op, t, s) => int64_atomics(t).unwrap_or_else(|| atomic_rmw(caps, op, t, s)),
+        Feature::SignedZeros(t) => signed_zeros(caps, t),
+    }
+}
+
+/// Whether a module can ask the driver to keep signed zeros in `t` arithmetic (the lowering
+/// emits `SignedZeroInfNanPreserve` for every float width it computes in where the device has it).
+fn signed_zeros(caps: &SpirvCaps, t: DType) -> Support {
+    let (has, width) = match t {
+        DType::F64 => (caps.signed_zeros64, 64),
+        _ => (caps.signed_zeros32, 32),
+    };
+    if has || !t.is_float() {
+        Support::Native
+    } else {
+        Support::unsupported(format!(
+            "keeping signed zeros in {t} needs shaderSignedZeroInfNanPreserveFloat{width} \
+             (VK_KHR_shader_float_controls), which this vulkan device lacks"
+        ))
     }
 }
 
@@ -160,7 +196,12 @@ fn atomic_rmw(caps: &SpirvCaps, op: AtomicOp, t: DType, s: MemSpace) -> Support 
         _ if wide_int => true,
         AtomicOp::And | AtomicOp::Or | AtomicOp::Xor | AtomicOp::Exchange if t.is_int() && cell == Ty::U32 => true,
         AtomicOp::Exchange if t.is_float() && cell != Ty::U16 => true,
-        AtomicOp::Add => t == DType::F32 && s == MemSpace::Device && caps.float32_atomic_add,
+        AtomicOp::Add if s == MemSpace::Device => match t {
+            DType::F32 => caps.float32_atomic_add,
+            DType::F64 => caps.float64_atomic_add,
+            DType::F16 => caps.float16_atomic_add && caps.float16 && caps.int16_storage,
+            _ => false,
+        },
         _ => false,
     };
     if native {

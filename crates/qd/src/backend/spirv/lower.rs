@@ -77,6 +77,10 @@ pub(super) enum View {
     Word32,
     /// The same bytes as f32 (native `OpAtomicFAddEXT`).
     F32,
+    /// The same bytes as f64 (native `OpAtomicFAddEXT`).
+    F64,
+    /// The same bytes as f16 (native `OpAtomicFAddEXT`).
+    F16,
 }
 
 pub(super) struct LoopCtx {
@@ -246,8 +250,43 @@ pub fn lower_kernel(kernel: &Kernel, target: &SpirvTarget) -> Result<SpirvModule
             Operand::LiteralBit32(1),
         ],
     ));
+    for width in signed_zero_widths(k, &l.target.caps) {
+        l.m.capability(spirv::Capability::SignedZeroInfNanPreserve);
+        l.m.extension("SPV_KHR_float_controls");
+        l.m.execution_modes.push(Instruction::new(
+            Op::ExecutionMode,
+            None,
+            None,
+            vec![
+                Operand::IdRef(fn_id),
+                Operand::ExecutionMode(spirv::ExecutionMode::SignedZeroInfNanPreserve),
+                Operand::LiteralBit32(width),
+            ],
+        ));
+    }
     let words = l.m.assemble(function);
     Ok(SpirvModule { words, entry, workgroup_size: k.block_dim, params, shared_bytes })
+}
+
+/// The float widths (32: f32, f16 and bf16, computed in f32; 64: f64) whose signed zeros the
+/// module asks the driver to keep: those a float negation computes in (seed 003's float
+/// `atomic_sub` is `add(x, -y)`, whose `-0.0` a driver may otherwise drop), where the device
+/// offers the mode. Other kernels leave the driver its float freedom; the check refuses a kernel
+/// that declares [`Feature::SignedZeros`](crate::target::Feature::SignedZeros) on a device without it.
+fn signed_zero_widths(k: &Kernel, caps: &super::SpirvCaps) -> Vec<u32> {
+    let mut widths = Vec::new();
+    k.body.walk(&mut |inst| {
+        if let InstKind::Unary { dst, op: UnOp::Neg, .. } = inst.kind {
+            let d = k.values[dst.0 as usize];
+            let w = if d == DType::F64 { 64 } else { 32 };
+            let has = if w == 64 { caps.signed_zeros64 } else { caps.signed_zeros32 };
+            if d.is_float() && has && !widths.contains(&w) {
+                widths.push(w);
+            }
+        }
+    });
+    widths.sort_unstable();
+    widths
 }
 
 impl Lower<'_> {

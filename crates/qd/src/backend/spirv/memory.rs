@@ -108,6 +108,8 @@ impl Lower<'_> {
             View::Natural => cell_ty(AddressSpace::Global, d),
             View::Word32 => Ty::U32,
             View::F32 => Ty::F32,
+            View::F64 => Ty::F64,
+            View::F16 => Ty::F16,
         };
         let s = self.m.buffer_struct(elem);
         let ptr = self.m.pointer(StorageClass::StorageBuffer, s);
@@ -135,6 +137,8 @@ impl Lower<'_> {
                     View::Natural => cell_ty(AddressSpace::Global, d),
                     View::Word32 => Ty::U32,
                     View::F32 => Ty::F32,
+                    View::F64 => Ty::F64,
+                    View::F16 => Ty::F16,
                 };
                 let ct = self.m.ty(cell);
                 let ptr = self.m.pointer(StorageClass::StorageBuffer, ct);
@@ -451,22 +455,47 @@ impl Lower<'_> {
                 (_, AtomicOp::Exchange) if t.is_float() && cell != Ty::U16 => Some(op),
                 _ => None,
             };
-            if t == DType::F32
-                && op == AtomicOp::Add
-                && space == AddressSpace::Global
-                && self.target.caps.float32_atomic_add
-            {
-                self.m.capability(Capability::AtomicFloat32AddEXT);
-                self.m.extension("SPV_EXT_shader_atomic_float_add");
+            let caps = &self.target.caps;
+            let native_float = match t {
+                DType::F32 if caps.float32_atomic_add => Some((Capability::AtomicFloat32AddEXT, View::F32, Ty::F32)),
+                DType::F64 if caps.float64_atomic_add => Some((Capability::AtomicFloat64AddEXT, View::F64, Ty::F64)),
+                DType::F16 if caps.float16_atomic_add && caps.float16 && caps.int16_storage => {
+                    Some((Capability::AtomicFloat16AddEXT, View::F16, Ty::F16))
+                }
+                _ => None,
+            }
+            .filter(|_| op == AtomicOp::Add && space == AddressSpace::Global);
+            if let Some((capability, view, ty)) = native_float {
+                self.m.capability(capability);
+                self.m.extension(if ty == Ty::F16 {
+                    "SPV_EXT_shader_atomic_float16_add"
+                } else {
+                    "SPV_EXT_shader_atomic_float_add"
+                });
                 let idx = self.v(place.index);
-                let (ptr, _) = self.elem_ptr(place.array, idx, View::F32);
+                let (ptr, _) = self.elem_ptr(place.array, idx, view);
                 let (s, m) = (self.scope(scope_of(scope)), self.c32(sem.bits()));
-                let ft = self.m.ty(Ty::F32);
-                self.op(
+                let ft = self.m.ty(ty);
+                // An f16 register is its 16 bits in a u32 (`types.rs`): widened to f32 (exact) and
+                // narrowed by `OpFConvert`, the one 16-bit conversion 16-bit storage allows; back
+                // the same way.
+                let x = if ty == Ty::F16 {
+                    let f = self.half_to_f32(t, v);
+                    self.op_t(Op::FConvert, Ty::F16, &[f])
+                } else {
+                    v
+                };
+                let r = self.op(
                     Op::AtomicFAddEXT,
                     Some(ft),
-                    vec![Operand::IdRef(ptr), Operand::IdScope(s), Operand::IdMemorySemantics(m), Operand::IdRef(v)],
-                )
+                    vec![Operand::IdRef(ptr), Operand::IdScope(s), Operand::IdMemorySemantics(m), Operand::IdRef(x)],
+                );
+                if ty == Ty::F16 {
+                    let f = self.op_t(Op::FConvert, Ty::F32, &[r]);
+                    self.f32_to_half(t, f)
+                } else {
+                    r
+                }
             } else if let Some(op) = native_int {
                 let idx = self.v(place.index);
                 let (ptr, cell) = self.elem_ptr(place.array, idx, View::Natural);

@@ -29,6 +29,8 @@ pub(super) enum Ty {
     U16,
     U32,
     U64,
+    /// Only as the element of a native f16 atomic add's view (f16 registers are u32 bits).
+    F16,
     F32,
     F64,
 }
@@ -39,7 +41,7 @@ impl Ty {
         match self {
             Ty::Void | Ty::Bool => 0,
             Ty::U8 => 1,
-            Ty::U16 => 2,
+            Ty::U16 | Ty::F16 => 2,
             Ty::U32 | Ty::F32 => 4,
             Ty::U64 | Ty::F64 => 8,
         }
@@ -190,6 +192,11 @@ impl ModuleBuilder {
             Ty::U16 => self.capability(Capability::StorageBuffer16BitAccess),
             Ty::U64 => self.capability(Capability::Int64),
             Ty::F64 => self.capability(Capability::Float64),
+            // A native f16 atomic's result is 16-bit arithmetic: `Float16` (`shaderFloat16`).
+            Ty::F16 => {
+                self.capability(Capability::Float16);
+                self.capability(Capability::StorageBuffer16BitAccess);
+            }
             _ => {}
         }
         let (op, ops) = match t {
@@ -199,6 +206,7 @@ impl ModuleBuilder {
             Ty::U16 => (Op::TypeInt, vec![Operand::LiteralBit32(16), Operand::LiteralBit32(0)]),
             Ty::U32 => (Op::TypeInt, vec![Operand::LiteralBit32(32), Operand::LiteralBit32(0)]),
             Ty::U64 => (Op::TypeInt, vec![Operand::LiteralBit32(64), Operand::LiteralBit32(0)]),
+            Ty::F16 => (Op::TypeFloat, vec![Operand::LiteralBit32(16)]),
             Ty::F32 => (Op::TypeFloat, vec![Operand::LiteralBit32(32)]),
             Ty::F64 => (Op::TypeFloat, vec![Operand::LiteralBit32(64)]),
         };

@@ -24,6 +24,13 @@ pub(crate) struct Features {
     pub(super) buffer_f32_atomic_add: bool,
     pub(super) shared_f32_atomics: bool,
     pub(super) shared_f32_atomic_add: bool,
+    pub(super) buffer_f64_atomic_add: bool,
+    /// `VK_EXT_shader_atomic_float2` `shaderBufferFloat16AtomicAdd`.
+    pub(super) buffer_f16_atomic_add: bool,
+    /// `shaderSignedZeroInfNanPreserveFloat32/64` (a property of the float controls, which are
+    /// usable: Vulkan 1.2, or `VK_KHR_shader_float_controls` enabled).
+    pub(super) signed_zeros32: bool,
+    pub(super) signed_zeros64: bool,
     pub(super) memory_model: bool,
     pub(super) memory_model_device_scope: bool,
     pub(super) subgroup_extended_types: bool,
@@ -38,6 +45,10 @@ impl Features {
     pub(super) fn spirv_caps(&self, core: &Core) -> spirv::SpirvCaps {
         spirv::SpirvCaps {
             float32_atomic_add: self.buffer_f32_atomic_add && self.shared_f32_atomic_add,
+            float64_atomic_add: self.buffer_f64_atomic_add && self.float64,
+            float16_atomic_add: self.buffer_f16_atomic_add,
+            signed_zeros32: self.signed_zeros32,
+            signed_zeros64: self.signed_zeros64 && self.float64,
             float64: self.float64,
             int64_atomics: self.buffer_int64_atomics && self.shared_int64_atomics,
             int8_storage: self.storage8 && self.int8,
@@ -62,6 +73,10 @@ impl Features {
         add(self.int16 && self.storage16, "16-bit storage");
         add(self.buffer_int64_atomics && self.shared_int64_atomics, "64-bit atomics");
         add(self.buffer_f32_atomic_add && self.shared_f32_atomic_add, "f32 atomic add");
+        add(self.buffer_f64_atomic_add && self.float64, "f64 atomic add");
+        add(self.buffer_f16_atomic_add && self.float16 && self.storage16, "f16 atomic add");
+        add(self.signed_zeros32, "signed zeros in f32");
+        add(self.signed_zeros64 && self.float64, "signed zeros in f64");
         add(self.memory_model && self.memory_model_device_scope, "Vulkan memory model");
         v
     }
@@ -149,6 +164,8 @@ impl Core {
         let mut maint3 = vk::PhysicalDeviceMaintenance3Properties::default();
         let mut size_ctl = vk::PhysicalDeviceSubgroupSizeControlProperties::default();
         let mut driver = vk::PhysicalDeviceDriverProperties::default();
+        let mut float_controls = vk::PhysicalDeviceFloatControlsProperties::default();
+        let has_float_controls = v12 || has(ash::khr::shader_float_controls::NAME);
         let has_size_ctl = v13 || has(ash::ext::subgroup_size_control::NAME);
         let has_driver = v12 || has(ash::khr::driver_properties::NAME);
         {
@@ -158,6 +175,9 @@ impl Core {
             }
             if has_driver {
                 p2 = p2.push_next(&mut driver);
+            }
+            if has_float_controls {
+                p2 = p2.push_next(&mut float_controls);
             }
             // SAFETY: a chain of structures this device version or its extensions define.
             unsafe { inst.get_physical_device_properties2(pd, &mut p2) };
@@ -196,6 +216,7 @@ impl Core {
         let mut fat64 = vk::PhysicalDeviceShaderAtomicInt64Features::default();
         let mut fmm = vk::PhysicalDeviceVulkanMemoryModelFeatures::default();
         let mut fatf = vk::PhysicalDeviceShaderAtomicFloatFeaturesEXT::default();
+        let mut fatf2 = vk::PhysicalDeviceShaderAtomicFloat2FeaturesEXT::default();
         let mut fext = vk::PhysicalDeviceShaderSubgroupExtendedTypesFeatures::default();
         let mut fsize = vk::PhysicalDeviceSubgroupSizeControlFeatures::default();
         let ext8 = !v12 && has(ash::khr::_8bit_storage::NAME);
@@ -205,6 +226,7 @@ impl Core {
         let extsgt = !v12 && has(ash::khr::shader_subgroup_extended_types::NAME);
         let extsize = !v13 && has(ash::ext::subgroup_size_control::NAME);
         let extatf = has(ash::ext::shader_atomic_float::NAME);
+        let extatf2 = has(ash::ext::shader_atomic_float2::NAME);
         let core_features = {
             let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut f16bit);
             if v12 || ext8 {
@@ -228,6 +250,9 @@ impl Core {
             if extatf {
                 f2 = f2.push_next(&mut fatf);
             }
+            if extatf2 {
+                f2 = f2.push_next(&mut fatf2);
+            }
             // SAFETY: a chain of structures this device version or its extensions define.
             unsafe { inst.get_physical_device_features2(pd, &mut f2) };
             f2.features
@@ -249,6 +274,11 @@ impl Core {
             buffer_f32_atomic_add: on(fatf.shader_buffer_float32_atomic_add),
             shared_f32_atomics: on(fatf.shader_shared_float32_atomics),
             shared_f32_atomic_add: on(fatf.shader_shared_float32_atomic_add),
+            buffer_f64_atomic_add: on(fatf.shader_buffer_float64_atomic_add),
+            // VK_EXT_shader_atomic_float2 depends on VK_EXT_shader_atomic_float.
+            buffer_f16_atomic_add: extatf && on(fatf2.shader_buffer_float16_atomic_add),
+            signed_zeros32: has_float_controls && on(float_controls.shader_signed_zero_inf_nan_preserve_float32),
+            signed_zeros64: has_float_controls && on(float_controls.shader_signed_zero_inf_nan_preserve_float64),
             memory_model: on(fmm.vulkan_memory_model),
             memory_model_device_scope: on(fmm.vulkan_memory_model_device_scope),
             subgroup_extended_types: on(fext.shader_subgroup_extended_types),
@@ -279,7 +309,8 @@ impl Core {
             .shader_buffer_float32_atomics(f.buffer_f32_atomics)
             .shader_buffer_float32_atomic_add(f.buffer_f32_atomic_add)
             .shader_shared_float32_atomics(f.shared_f32_atomics)
-            .shader_shared_float32_atomic_add(f.shared_f32_atomic_add);
+            .shader_shared_float32_atomic_add(f.shared_f32_atomic_add)
+            .shader_buffer_float64_atomic_add(f.buffer_f64_atomic_add);
         let mut eext = vk::PhysicalDeviceShaderSubgroupExtendedTypesFeatures::default()
             .shader_subgroup_extended_types(f.subgroup_extended_types);
         let mut esize = vk::PhysicalDeviceSubgroupSizeControlFeatures::default()
@@ -323,14 +354,24 @@ impl Core {
                 ext_names.push(ash::ext::subgroup_size_control::NAME);
             }
         }
-        if extatf && (f.buffer_f32_atomics || f.shared_f32_atomics) {
+        let any_float_atomic = f.buffer_f32_atomics || f.shared_f32_atomics || f.buffer_f64_atomic_add;
+        if extatf && (any_float_atomic || f.buffer_f16_atomic_add) {
             e2 = e2.push_next(&mut eatf);
             ext_names.push(ash::ext::shader_atomic_float::NAME);
+        }
+        let mut eatf2 =
+            vk::PhysicalDeviceShaderAtomicFloat2FeaturesEXT::default().shader_buffer_float16_atomic_add(true);
+        if extatf2 && f.buffer_f16_atomic_add {
+            e2 = e2.push_next(&mut eatf2);
+            ext_names.push(ash::ext::shader_atomic_float2::NAME);
         }
         // SPIR-V 1.4 on a Vulkan 1.1 device.
         let spirv14 = !v12 && has(ash::khr::spirv_1_4::NAME) && has(ash::khr::shader_float_controls::NAME);
         if spirv14 {
             ext_names.push(ash::khr::spirv_1_4::NAME);
+        }
+        // The float controls (signed zeros) on a Vulkan 1.1 device; SPIR-V 1.4 needs them too.
+        if !v12 && has_float_controls {
             ext_names.push(ash::khr::shader_float_controls::NAME);
         }
         let spirv_max = match api {

@@ -275,9 +275,11 @@ pub fn shuffle_xor<T: Shuffle>(value: impl IntoVal<T>, mask: impl IntoVal<u32>) 
 
 /// Every lane reads `value` from lane `index`.
 ///
-/// Expresses "read lane `index`" and may map to a cheaper instruction than [`shuffle`]. On targets
-/// whose broadcast needs a subgroup-uniform lane (SPIR-V), an `index` the uniformity analysis finds
-/// varying is a trace-time error; use [`shuffle`] for a per-lane source.
+/// Expresses "read lane `index`" and may map to a cheaper instruction than [`shuffle`]. Where the
+/// broadcast instruction needs a subgroup-uniform lane (SPIR-V, MSL's `simd_broadcast`), a lane
+/// the backend cannot prove uniform is lowered to a shuffle; a target that could do neither would
+/// answer [`Feature::DynamicBroadcastLane`]
+/// unsupported, and a varying `index` there is a trace-time error.
 #[track_caller]
 pub fn broadcast<T: Shuffle>(value: impl IntoVal<T>, index: impl IntoVal<u32>) -> Val<T> {
     let _op = op_scope("subgroup.broadcast");
