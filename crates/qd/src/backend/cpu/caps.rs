@@ -17,7 +17,8 @@ pub(crate) fn limits(subgroup_size: u32) -> Limits {
 }
 
 /// The emulator implements every core instruction natively, and with 32-lane subgroups the NVIDIA
-/// families too, so kernels using them are tested without a GPU (D8). Its library paths are the
+/// families too, so kernels using them are tested without a GPU (D8), and full-subgroup integer
+/// reductions and scans as one instruction (Metal's `simd_sum` family). Its library paths are the
 /// portable ones: votes as butterflies and subgroup fences at block scope, as on CUDA.
 pub(crate) fn support(limits: &Limits, f: Feature) -> Support {
     match f {

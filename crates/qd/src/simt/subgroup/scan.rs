@@ -1,7 +1,9 @@
 //! Inclusive and exclusive scans: Hillis–Steele over `shuffle_up`, the predecessor as the left
 //! operand, fully unrolled while tracing.
 
+use super::reduce::subgroup_arith;
 use super::{check_dtype, check_log2_size, log2_group_size, shuffle_up, tile_lane, Op, Shuffle};
+use crate::ir::ScanKind;
 use crate::trace::{op_scope, select, IntoVal, Val};
 
 /// `t = lane & (T-1)`; `for off = 1, 2, .., T/2: p = shuffle_up(v, off); if t >= off { v = op(p, v) }`.
@@ -38,6 +40,9 @@ fn inclusive_tiled<T: Shuffle>(name: &'static str, op: Op, value: Val<T>, log2_s
     if !check_dtype::<T>(name, op) || !check_log2_size(name, log2_size) {
         return value;
     }
+    if let Some(r) = subgroup_arith(op, Some(ScanKind::Inclusive), value, log2_size) {
+        return r;
+    }
     inclusive_scan(op, value, log2_size)
 }
 
@@ -46,6 +51,11 @@ fn inclusive_tiled<T: Shuffle>(name: &'static str, op: Op, value: Val<T>, log2_s
 fn exclusive_tiled<T: Shuffle>(name: &'static str, op: Op, value: Val<T>, log2_size: u32) -> Val<T> {
     if !check_dtype::<T>(name, op) || !check_log2_size(name, log2_size) {
         return value;
+    }
+    if op == Op::Add {
+        if let Some(r) = subgroup_arith(op, Some(ScanKind::Exclusive), value, log2_size) {
+            return r;
+        }
     }
     let id = op.identity::<T>();
     if log2_size == 0 {
