@@ -1,8 +1,9 @@
 //! The subgroup library's lowering (what each op traces into, per target) and the fixed examples
 //! of the upstream test catalogue that random conformance inputs would rarely hit.
 
+use qd::backend::amdgpu::AmdgpuArch;
 use qd::backend::Target;
-use qd::ir::{print_kernel, InstKind, NvOp, ReduxOp, ShuffleKind};
+use qd::ir::{print_kernel, InstKind, NvOp, ReduxOp, ScanKind, ShuffleKind};
 use qd::prelude::*;
 
 /// Traces `out[i] = f(a[i])` for `target`.
@@ -18,7 +19,8 @@ fn trace<T: Scalar, R: Scalar>(
     k.trace(target).unwrap()
 }
 
-/// Counts of (shuffle idx, shuffle up, shuffle down, broadcast, ballot, vote, nv redux).
+/// Counts of (shuffle idx, shuffle up, shuffle down, broadcast, ballot, vote, nv redux, subgroup
+/// reductions and scans).
 #[derive(Debug, Default, PartialEq, Eq)]
 struct Counts {
     idx: usize,
@@ -28,6 +30,7 @@ struct Counts {
     ballot: usize,
     vote: usize,
     redux: usize,
+    reduce: usize,
 }
 
 fn counts(k: &qd::ir::Kernel) -> Counts {
@@ -40,6 +43,7 @@ fn counts(k: &qd::ir::Kernel) -> Counts {
         InstKind::Ballot { .. } => c.ballot += 1,
         InstKind::Vote { .. } => c.vote += 1,
         InstKind::Nv { op: NvOp::Redux(_), .. } => c.redux += 1,
+        InstKind::SubgroupReduce { .. } => c.reduce += 1,
         _ => {}
     });
     c
@@ -51,7 +55,9 @@ fn c(idx: usize, up: usize, down: usize) -> Counts {
 
 #[test]
 fn shuffle_counts_match_the_page() {
-    let t = Target::cpu(64);
+    // 64 lanes and the library's trees for every reduction (the emulator itself reduces whole
+    // subgroups of integers in one instruction).
+    let t = Target::amdgpu(AmdgpuArch::Gfx942);
     for l in 0..=6u32 {
         let n = l as usize;
         assert_eq!(counts(&trace(&t, move |v: Val<f32>| subgroup::reduce_add_tiled(v, l))), c(0, 0, n), "L{l}");
@@ -70,12 +76,9 @@ fn shuffle_counts_match_the_page() {
     }
 }
 
+/// CUDA with (sm_80) or without (sm_70) `redux.sync`.
 fn cuda_like(redux: bool) -> Target {
-    use qd::target::{Feature, NvFeature, Support};
-    let redux = if redux { Support::Native } else { Support::unsupported("sm_70") };
-    Target::cpu(32)
-        .with_support(Feature::VoteShortcut, Support::Native)
-        .with_support(Feature::Nv(NvFeature::Redux), redux)
+    Target::cuda(if redux { 80 } else { 70 })
 }
 
 #[test]
@@ -115,6 +118,51 @@ fn redux_for_full_warp_32_bit_integer_reductions() {
     assert_eq!(counts(&trace(&t, |v: Val<f32>| subgroup::reduce_all_add(v))), c(5, 0, 0));
     assert_eq!(counts(&trace(&t, |v: Val<i32>| subgroup::reduce_add_tiled(v, 4))), c(0, 0, 4));
     assert_eq!(counts(&trace(&cuda_like(false), |v: Val<i32>| subgroup::reduce_add(v))), c(0, 0, 5));
+}
+
+/// The reductions and scans traced for `target` as one `SubgroupReduce`: their (op, scan) pairs.
+fn reductions(k: &qd::ir::Kernel) -> Vec<(ReduxOp, Option<ScanKind>)> {
+    let mut found = Vec::new();
+    k.body.walk(&mut |inst| {
+        if let InstKind::SubgroupReduce { op, scan, .. } = &inst.kind {
+            found.push((*op, *scan));
+        }
+    });
+    found
+}
+
+#[test]
+fn one_instruction_for_full_subgroup_integer_reductions_where_the_target_has_it() {
+    use ScanKind::{Exclusive, Inclusive};
+    let one = |op, scan| vec![(op, scan)];
+    for t in [Target::metal(), Target::cpu(8), Target::cpu(64)] {
+        assert_eq!(reductions(&trace(&t, |v: Val<i32>| subgroup::reduce_add(v))), one(ReduxOp::Add, None));
+        assert_eq!(reductions(&trace(&t, |v: Val<u32>| subgroup::reduce_all_max(v))), one(ReduxOp::Max, None));
+        assert_eq!(reductions(&trace(&t, |v: Val<i32>| subgroup::inclusive_add(v))), one(ReduxOp::Add, Some(Inclusive)));
+        assert_eq!(reductions(&trace(&t, |v: Val<u32>| subgroup::exclusive_add(v))), one(ReduxOp::Add, Some(Exclusive)));
+        let l = t.log2_subgroup_size();
+        let full_tile = trace(&t, move |v: Val<i32>| subgroup::reduce_min_tiled(v, l));
+        assert_eq!(reductions(&full_tile), one(ReduxOp::Min, None));
+        // Never for floats, products, exclusive scans other than sums, or partial tiles.
+        assert_eq!(counts(&trace(&t, |v: Val<f32>| subgroup::reduce_add(v))), c(0, 0, l as usize));
+        assert!(reductions(&trace(&t, |v: Val<i32>| subgroup::inclusive_mul(v))).is_empty());
+        assert!(reductions(&trace(&t, |v: Val<u32>| subgroup::exclusive_max(v))).is_empty());
+        assert!(reductions(&trace(&t, |v: Val<i32>| subgroup::reduce_add_tiled(v, 2))).is_empty());
+    }
+    // Metal: 32-bit sums and reductions only (no 64-bit simd_sum, prefix scans of sums only); the
+    // emulator: all of them.
+    let metal = Target::metal();
+    assert!(reductions(&trace(&metal, |v: Val<i64>| subgroup::reduce_add(v))).is_empty());
+    assert!(reductions(&trace(&metal, |v: Val<i32>| subgroup::inclusive_max(v))).is_empty());
+    let cpu = Target::cpu(16);
+    assert_eq!(reductions(&trace(&cpu, |v: Val<i64>| subgroup::reduce_add(v))), one(ReduxOp::Add, None));
+    assert_eq!(reductions(&trace(&cpu, |v: Val<u64>| subgroup::inclusive_xor(v))), one(ReduxOp::Xor, Some(Inclusive)));
+    // CUDA, Vulkan and AMDGPU take the trees.
+    let vulkan = Target::vulkan(32, &qd::backend::spirv::SpirvCaps::lavapipe());
+    for t in [Target::cuda(90), vulkan, Target::amdgpu(AmdgpuArch::Gfx942)] {
+        assert!(reductions(&trace(&t, |v: Val<i64>| subgroup::reduce_add(v))).is_empty());
+        assert!(reductions(&trace(&t, |v: Val<i32>| subgroup::exclusive_add(v))).is_empty());
+    }
 }
 
 #[test]
@@ -250,6 +298,31 @@ fn deprecated_aliases_forward() {
 
 /// quadrants.md 1.8: `reduce_add_tiled(1, log2_group_size())` gives the subgroup width in lane 0,
 /// and constants work as inputs everywhere.
+/// The emulator's `SubgroupReduce` (D5): sums wrap, min and max follow the signedness, lane 0 of
+/// an exclusive sum gets 0.
+#[test]
+fn subgroup_reduce_wraps_and_keeps_signedness() {
+    let a: Vec<i32> = (0..64).map(|i| if i % 3 == 0 { i32::MAX - i } else { i32::MIN + i * 7 }).collect();
+    let lanes = vec![0i32; 64];
+    let prefix = |i: usize, inclusive: bool| {
+        let base = i - i % 8;
+        let end = if inclusive { i + 1 } else { i };
+        a[base..end].iter().fold(0i32, |s, x| s.wrapping_add(*x))
+    };
+    let tile = |i: usize| &a[i - i % 8..i - i % 8 + 8];
+    let got = run(8, &a, &lanes, |v: Val<i32>, _| subgroup::reduce_all_add(v));
+    assert!(got.iter().enumerate().all(|(i, &x)| x == prefix(i - i % 8 + 7, true)), "{got:?}");
+    let got = run(8, &a, &lanes, |v: Val<i32>, _| subgroup::inclusive_add(v));
+    assert!(got.iter().enumerate().all(|(i, &x)| x == prefix(i, true)), "{got:?}");
+    let got = run(8, &a, &lanes, |v: Val<i32>, _| subgroup::exclusive_add(v));
+    assert!(got.iter().enumerate().all(|(i, &x)| x == prefix(i, false)), "{got:?}");
+    let got = run(8, &a, &lanes, |v: Val<i32>, _| subgroup::reduce_all_min(v));
+    assert!(got.iter().enumerate().all(|(i, &x)| x == *tile(i).iter().min().unwrap()), "{got:?}");
+    let u: Vec<u32> = a.iter().map(|x| *x as u32).collect();
+    let got = run(8, &u, &lanes, |v: Val<u32>, _| subgroup::reduce_all_min(v));
+    assert!(got.iter().enumerate().all(|(i, &x)| x == tile(i).iter().map(|x| *x as u32).min().unwrap()));
+}
+
 #[test]
 fn constant_inputs() {
     let lanes: Vec<i32> = (0..64).collect();
