@@ -138,8 +138,14 @@ fn one_instruction_for_full_subgroup_integer_reductions_where_the_target_has_it(
     for t in [Target::metal(), Target::cpu(8), Target::cpu(64)] {
         assert_eq!(reductions(&trace(&t, |v: Val<i32>| subgroup::reduce_add(v))), one(ReduxOp::Add, None));
         assert_eq!(reductions(&trace(&t, |v: Val<u32>| subgroup::reduce_all_max(v))), one(ReduxOp::Max, None));
-        assert_eq!(reductions(&trace(&t, |v: Val<i32>| subgroup::inclusive_add(v))), one(ReduxOp::Add, Some(Inclusive)));
-        assert_eq!(reductions(&trace(&t, |v: Val<u32>| subgroup::exclusive_add(v))), one(ReduxOp::Add, Some(Exclusive)));
+        assert_eq!(
+            reductions(&trace(&t, |v: Val<i32>| subgroup::inclusive_add(v))),
+            one(ReduxOp::Add, Some(Inclusive))
+        );
+        assert_eq!(
+            reductions(&trace(&t, |v: Val<u32>| subgroup::exclusive_add(v))),
+            one(ReduxOp::Add, Some(Exclusive))
+        );
         let l = t.log2_subgroup_size();
         let full_tile = trace(&t, move |v: Val<i32>| subgroup::reduce_min_tiled(v, l));
         assert_eq!(reductions(&full_tile), one(ReduxOp::Min, None));
