@@ -236,8 +236,7 @@ impl Polyfill {
     /// Where `subgroup.reduce_*` and the `inclusive_*`/`exclusive_add` scans are not one
     /// instruction: the library's shuffle trees (seed 002), the same on every target, so results
     /// match bit for bit.
-    pub const SHUFFLE_TREES: Polyfill =
-        Polyfill::Library("the shuffle trees of seed 002 (log2 of the width shuffles and ops)");
+    pub const SHUFFLE_TREES: Polyfill = Polyfill::Library("the shuffle trees (seed 002)");
 
     /// What it costs, for the support tables.
     pub fn cost(self) -> &'static str {
