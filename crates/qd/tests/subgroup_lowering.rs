@@ -55,9 +55,7 @@ fn c(idx: usize, up: usize, down: usize) -> Counts {
 
 #[test]
 fn shuffle_counts_match_the_page() {
-    // 64 lanes and the library's trees for every reduction (the emulator itself reduces whole
-    // subgroups of integers in one instruction).
-    let t = Target::amdgpu(AmdgpuArch::Gfx942);
+    let t = Target::cpu(64);
     for l in 0..=6u32 {
         let n = l as usize;
         assert_eq!(counts(&trace(&t, move |v: Val<f32>| subgroup::reduce_add_tiled(v, l))), c(0, 0, n), "L{l}");
@@ -120,6 +118,25 @@ fn redux_for_full_warp_32_bit_integer_reductions() {
     assert_eq!(counts(&trace(&cuda_like(false), |v: Val<i32>| subgroup::reduce_add(v))), c(0, 0, 5));
 }
 
+/// The emulator with `sg` lanes answering every integer `Feature::SubgroupArith` natively.
+fn arith_everywhere(sg: u32) -> Target {
+    use qd::target::{Feature, Support};
+    let mut t = Target::cpu(sg);
+    for op in [ReduxOp::Add, ReduxOp::Min, ReduxOp::Max, ReduxOp::And, ReduxOp::Or, ReduxOp::Xor] {
+        let scans: &[Option<ScanKind>] = if op == ReduxOp::Add {
+            &[None, Some(ScanKind::Inclusive), Some(ScanKind::Exclusive)]
+        } else {
+            &[None, Some(ScanKind::Inclusive)]
+        };
+        for &scan in scans {
+            for dtype in [qd::ir::DType::I32, qd::ir::DType::U32, qd::ir::DType::I64, qd::ir::DType::U64] {
+                t = t.with_support(Feature::SubgroupArith { op, scan, dtype }, Support::Native);
+            }
+        }
+    }
+    t
+}
+
 /// The reductions and scans traced for `target` as one `SubgroupReduce`: their (op, scan) pairs.
 fn reductions(k: &qd::ir::Kernel) -> Vec<(ReduxOp, Option<ScanKind>)> {
     let mut found = Vec::new();
@@ -135,7 +152,7 @@ fn reductions(k: &qd::ir::Kernel) -> Vec<(ReduxOp, Option<ScanKind>)> {
 fn one_instruction_for_full_subgroup_integer_reductions_where_the_target_has_it() {
     use ScanKind::{Exclusive, Inclusive};
     let one = |op, scan| vec![(op, scan)];
-    for t in [Target::metal(), Target::cpu(8), Target::cpu(64)] {
+    for t in [Target::metal(), arith_everywhere(8), arith_everywhere(64)] {
         assert_eq!(reductions(&trace(&t, |v: Val<i32>| subgroup::reduce_add(v))), one(ReduxOp::Add, None));
         assert_eq!(reductions(&trace(&t, |v: Val<u32>| subgroup::reduce_all_max(v))), one(ReduxOp::Max, None));
         assert_eq!(
@@ -155,17 +172,19 @@ fn one_instruction_for_full_subgroup_integer_reductions_where_the_target_has_it(
         assert!(reductions(&trace(&t, |v: Val<u32>| subgroup::exclusive_max(v))).is_empty());
         assert!(reductions(&trace(&t, |v: Val<i32>| subgroup::reduce_add_tiled(v, 2))).is_empty());
     }
-    // Metal: 32-bit sums and reductions only (no 64-bit simd_sum, prefix scans of sums only); the
-    // emulator: all of them.
+    // Metal: 32-bit sums and reductions only (no 64-bit simd_sum, prefix scans of sums only).
     let metal = Target::metal();
     assert!(reductions(&trace(&metal, |v: Val<i64>| subgroup::reduce_add(v))).is_empty());
     assert!(reductions(&trace(&metal, |v: Val<i32>| subgroup::inclusive_max(v))).is_empty());
-    let cpu = Target::cpu(16);
-    assert_eq!(reductions(&trace(&cpu, |v: Val<i64>| subgroup::reduce_add(v))), one(ReduxOp::Add, None));
-    assert_eq!(reductions(&trace(&cpu, |v: Val<u64>| subgroup::inclusive_xor(v))), one(ReduxOp::Xor, Some(Inclusive)));
-    // CUDA, Vulkan and AMDGPU take the trees.
+    let every = arith_everywhere(16);
+    assert_eq!(reductions(&trace(&every, |v: Val<i64>| subgroup::reduce_add(v))), one(ReduxOp::Add, None));
+    assert_eq!(
+        reductions(&trace(&every, |v: Val<u64>| subgroup::inclusive_xor(v))),
+        one(ReduxOp::Xor, Some(Inclusive))
+    );
+    // CUDA, Vulkan, AMDGPU and the emulator's own profile take the trees.
     let vulkan = Target::vulkan(32, &qd::backend::spirv::SpirvCaps::lavapipe());
-    for t in [Target::cuda(90), vulkan, Target::amdgpu(AmdgpuArch::Gfx942)] {
+    for t in [Target::cuda(90), vulkan, Target::amdgpu(AmdgpuArch::Gfx942), Target::cpu(32)] {
         assert!(reductions(&trace(&t, |v: Val<i64>| subgroup::reduce_add(v))).is_empty());
         assert!(reductions(&trace(&t, |v: Val<i32>| subgroup::exclusive_add(v))).is_empty());
     }
@@ -304,28 +323,61 @@ fn deprecated_aliases_forward() {
 
 /// quadrants.md 1.8: `reduce_add_tiled(1, log2_group_size())` gives the subgroup width in lane 0,
 /// and constants work as inputs everywhere.
+/// Runs `out[i] = f(a[i])` on the emulator wearing `target`, checking the kernel reduced in one
+/// instruction.
+fn run_on<A: Scalar, R: Scalar>(
+    target: &Target,
+    a: &[A],
+    f: impl Fn(Val<A>) -> Val<R> + Send + Sync + 'static,
+) -> Vec<R> {
+    let k = Kernel::range("run_on", 64, move |k| {
+        let (x, out) = (k.array::<A>("a"), k.array::<R>("out"));
+        k.parallel_for(0, x.len(), |i| out.set(i, f(x.get(i))));
+    });
+    let d = Device::cpu_wearing(target, Default::default()).unwrap();
+    assert_eq!(reductions(&d.trace(&k).unwrap()).len(), 1);
+    let (x, out) = (d.array_from(a).unwrap(), d.zeros::<R>(a.len()).unwrap());
+    d.launch(&k, &[x.arg(), out.arg()]).unwrap();
+    out.to_vec().unwrap()
+}
+
 /// The emulator's `SubgroupReduce` (D5): sums wrap, min and max follow the signedness, lane 0 of
-/// an exclusive sum gets 0.
+/// an exclusive sum gets 0; at 8 lanes (any width) and on Metal's 32.
 #[test]
 fn subgroup_reduce_wraps_and_keeps_signedness() {
+    let a: Vec<i64> = (0..64).map(|i| if i % 3 == 0 { i64::MAX - i } else { i64::MIN + i * 7 }).collect();
+    let t8 = arith_everywhere(8);
+    let tile = |i: usize| &a[i - i % 8..i - i % 8 + 8];
+    let got = run_on(&t8, &a, |v: Val<i64>| subgroup::inclusive_add(v));
+    let want: Vec<i64> = (0..64).map(|i| tile(i)[..=i % 8].iter().fold(0i64, |s, x| s.wrapping_add(*x))).collect();
+    assert_eq!(got, want);
+    let got = run_on(&t8, &a, |v: Val<i64>| subgroup::reduce_all_max(v));
+    assert!(got.iter().enumerate().all(|(i, &x)| x == *tile(i).iter().max().unwrap()), "{got:?}");
+    let u: Vec<u64> = a.iter().map(|x| *x as u64).collect();
+    let got = run_on(&t8, &u, |v: Val<u64>| subgroup::inclusive_xor(v));
+    assert!(got.iter().enumerate().all(|(i, &x)| x == u[i - i % 8..=i].iter().fold(0, |s, y| s ^ y)), "{got:?}");
+}
+
+#[test]
+fn subgroup_reduce_on_metal_wraps_and_keeps_signedness() {
     let a: Vec<i32> = (0..64).map(|i| if i % 3 == 0 { i32::MAX - i } else { i32::MIN + i * 7 }).collect();
-    let lanes = vec![0i32; 64];
+    let metal = Target::metal();
     let prefix = |i: usize, inclusive: bool| {
-        let base = i - i % 8;
+        let base = i - i % 32;
         let end = if inclusive { i + 1 } else { i };
         a[base..end].iter().fold(0i32, |s, x| s.wrapping_add(*x))
     };
-    let tile = |i: usize| &a[i - i % 8..i - i % 8 + 8];
-    let got = run(8, &a, &lanes, |v: Val<i32>, _| subgroup::reduce_all_add(v));
-    assert!(got.iter().enumerate().all(|(i, &x)| x == prefix(i - i % 8 + 7, true)), "{got:?}");
-    let got = run(8, &a, &lanes, |v: Val<i32>, _| subgroup::inclusive_add(v));
+    let tile = |i: usize| &a[i - i % 32..i - i % 32 + 32];
+    let got = run_on(&metal, &a, |v: Val<i32>| subgroup::reduce_all_add(v));
+    assert!(got.iter().enumerate().all(|(i, &x)| x == prefix(i - i % 32 + 31, true)), "{got:?}");
+    let got = run_on(&metal, &a, |v: Val<i32>| subgroup::inclusive_add(v));
     assert!(got.iter().enumerate().all(|(i, &x)| x == prefix(i, true)), "{got:?}");
-    let got = run(8, &a, &lanes, |v: Val<i32>, _| subgroup::exclusive_add(v));
+    let got = run_on(&metal, &a, |v: Val<i32>| subgroup::exclusive_add(v));
     assert!(got.iter().enumerate().all(|(i, &x)| x == prefix(i, false)), "{got:?}");
-    let got = run(8, &a, &lanes, |v: Val<i32>, _| subgroup::reduce_all_min(v));
+    let got = run_on(&metal, &a, |v: Val<i32>| subgroup::reduce_all_min(v));
     assert!(got.iter().enumerate().all(|(i, &x)| x == *tile(i).iter().min().unwrap()), "{got:?}");
     let u: Vec<u32> = a.iter().map(|x| *x as u32).collect();
-    let got = run(8, &u, &lanes, |v: Val<u32>, _| subgroup::reduce_all_min(v));
+    let got = run_on(&metal, &u, |v: Val<u32>| subgroup::reduce_all_min(v));
     assert!(got.iter().enumerate().all(|(i, &x)| x == tile(i).iter().map(|x| *x as u32).min().unwrap()));
 }
 
