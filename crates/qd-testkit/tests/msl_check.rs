@@ -29,7 +29,8 @@ fn accepts_what_the_printer_writes() {
     let body = "    const float v0 = p0_a[qd_lane];\n    s0_t[qd_lane] = simd_shuffle_xor(v0, ushort(1));\n    \
                 const float v1 = atomic_fetch_add_explicit((device atomic_float*)&p0_a[0], v0, memory_order_relaxed);\n    \
                 atomic_thread_fence(mem_flags::mem_device | mem_flags::mem_threadgroup, memory_order_seq_cst, thread_scope_device);\n    \
-                p0_a[1] = v1 + s0_t[0];";
+                const int v2 = int(simd_prefix_exclusive_sum(uint(qd_lane))) + simd_min(int(qd_lane));\n    \
+                p0_a[1] = v1 + s0_t[0] + float(v2);";
     if let Some(r) = check("accepts", body) {
         r.unwrap();
     }
@@ -57,7 +58,13 @@ fn rejects_a_threadgroup_pointer_where_a_device_pointer_is_expected() {
 
 #[test]
 fn rejects_an_undeclared_builtin() {
-    rejects("simd_sum", "    p0_a[0] = simd_sum(p0_a[qd_lane]);", "simd_sum");
+    rejects("simd_product", "    p1_b[0] = long(simd_product(int(p1_b[qd_lane])));", "simd_product");
+}
+
+#[test]
+fn rejects_a_float_or_64_bit_reduction() {
+    rejects("sum_f32", "    p0_a[0] = simd_sum(p0_a[qd_lane]);", "simd_sum");
+    rejects("sum_i64", "    p1_b[0] = simd_sum(p1_b[qd_lane]);", "simd_sum");
 }
 
 #[test]

@@ -424,3 +424,96 @@ fn a_value_computed_inside_an_if_is_not_visible_after_it() {
     let e = k.trace(&Target::cpu(32)).unwrap_err();
     assert!(e.message.contains("outside the if/loop body"), "{e}");
 }
+
+/// `subgroup.reduce_*` / `inclusive_*` / `exclusive_add` as one instruction: printed by name, a
+/// reduction uniform across the subgroup and a scan not, the verifier's type rules, under a
+/// lane condition a trace error, and refused where the target takes the library's trees.
+#[test]
+fn subgroup_reduce_printing_uniformity_types_and_refusals() {
+    let k = Kernel::range("sgred", 64, |k| {
+        let a = k.array::<i64>("a");
+        k.parallel_for(0, a.len(), |i| {
+            let v = a.get(i);
+            a.set(i, subgroup::reduce_all_add(v) + subgroup::inclusive_add(v));
+        });
+    });
+    // The emulator's own profile takes the trees; answering the feature natively it reduces.
+    let add = |scan| qd::target::Feature::SubgroupArith { op: qd::ir::ReduxOp::Add, scan, dtype: qd::ir::DType::I64 };
+    let native = qd::target::Support::Native;
+    let target = Target::cpu(16)
+        .with_support(add(None), native.clone())
+        .with_support(add(Some(qd::ir::ScanKind::Inclusive)), native.clone());
+    let ir = k.trace(&target).unwrap();
+    let text = print_kernel(&ir);
+    assert!(text.contains("= subgroup.reduce_add %") && text.contains("= subgroup.inclusive_add %"), "{text}");
+    let info = analyze(&ir);
+    let mut seen = Vec::new();
+    ir.body.walk(&mut |inst| {
+        if let InstKind::SubgroupReduce { dst, scan, .. } = &inst.kind {
+            seen.push((scan.is_some(), info.values[dst.0 as usize]));
+        }
+    });
+    assert_eq!(seen, [(false, Uniformity::Subgroup), (true, Uniformity::Varying)]);
+
+    // The verifier: integers of 32 or 64 bits, exclusive scans of sums only.
+    let mut bad = ir.clone();
+    edit_first(&mut bad.body, &mut |kind| match kind {
+        InstKind::SubgroupReduce { op, scan, .. } => {
+            (*op, *scan) = (qd::ir::ReduxOp::Min, Some(qd::ir::ScanKind::Exclusive));
+            true
+        }
+        _ => false,
+    });
+    let e = qd::ir::verify(&bad, Default::default()).unwrap_err();
+    assert_eq!(e.op, "subgroup.exclusive_min", "{e}");
+    assert!(e.message.contains("an exclusive scan is a sum only"), "{e}");
+    let floats = Kernel::range("sgred_f32", 64, |k| {
+        let a = k.array::<f32>("a");
+        k.parallel_for(0, a.len(), |i| a.set(i, subgroup::shuffle_xor(a.get(i), 1u32)));
+    });
+    let mut bad = floats.trace(&Target::cpu(16)).unwrap();
+    edit_first(&mut bad.body, &mut |kind| match *kind {
+        InstKind::Shuffle { dst, value, .. } => {
+            *kind = InstKind::SubgroupReduce { dst, op: qd::ir::ReduxOp::Add, scan: None, value };
+            true
+        }
+        _ => false,
+    });
+    let e = qd::ir::verify(&bad, Default::default()).unwrap_err();
+    assert!(e.message.contains("reduces 32- or 64-bit integers, got f32"), "{e}");
+
+    // A collective: not under a lane condition.
+    let divergent = Kernel::explicit("sgred_divergent", 32, |k| {
+        let a = k.array::<i32>("a");
+        let t = block::thread_idx();
+        if_(t.lt(16), || a.set(t, subgroup::reduce_all_add(t)));
+    });
+    let e = divergent.trace(&Target::metal()).unwrap_err();
+    assert_eq!(e.op, "subgroup.reduce_add", "{e}");
+
+    // Where the target takes the trees, the instruction is refused by the check and by PTX.
+    let e = qd::target::check(&ir, &Target::cuda(90), qd::ir::SrcLoc::caller()).unwrap_err();
+    assert!(e.message.contains("only as a library path (the shuffle trees"), "{e}");
+    let e = qd::backend::ptx::lower_kernel_sm(&ir, 90).unwrap_err();
+    assert_eq!(e.op, "subgroup.reduce_add", "{e}");
+}
+
+/// Applies `f` to instructions in walk order until it returns true.
+fn edit_first(b: &mut qd::ir::Block, f: &mut dyn FnMut(&mut InstKind) -> bool) -> bool {
+    for inst in &mut b.insts {
+        if f(&mut inst.kind) {
+            return true;
+        }
+        let nested = match &mut inst.kind {
+            InstKind::GridStride { body, .. } | InstKind::Loop { body } => vec![body],
+            InstKind::If { then_block, else_block, .. } => vec![then_block, else_block],
+            _ => vec![],
+        };
+        for n in nested {
+            if edit_first(n, f) {
+                return true;
+            }
+        }
+    }
+    false
+}

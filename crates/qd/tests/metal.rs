@@ -242,6 +242,44 @@ fn the_printer_keeps_the_metal_rules() {
     assert!(!src.contains("? simd_") && !src.contains(": simd_"), "{src}");
 }
 
+/// Full-subgroup 32-bit integer reductions and sums are MSL's `simd_*` functions; floats, 64-bit
+/// values, other scans and partial tiles keep the shuffle trees (bit-for-bit results everywhere).
+#[test]
+fn integer_reductions_print_simd_functions() {
+    let k = Kernel::range("reductions", 64, |k| {
+        let a = k.array::<i32>("a");
+        let u = k.array::<u32>("u");
+        k.parallel_for(0, a.len(), |i| {
+            a.set(i, subgroup::reduce_add(a.get(i)));
+            u.set(i, subgroup::reduce_all_max(u.get(i)) + subgroup::inclusive_add(u.get(i)));
+            a.set(i, subgroup::exclusive_add(a.get(i)) + subgroup::reduce_min(a.get(i)));
+        });
+    });
+    let src = msl(&k, &Target::metal()).unwrap();
+    let has = |s: &str| assert!(src.contains(s), "missing `{s}` in:\n{src}");
+    // A signed sum wraps through uint (D5); min and max keep the signedness.
+    has("int(simd_sum(uint(");
+    has("simd_max(v");
+    has("simd_prefix_inclusive_sum(v");
+    has("int(simd_prefix_exclusive_sum(uint(");
+    has("simd_min(v");
+    assert!(!src.contains("simd_shuffle"), "{src}");
+
+    let trees = Kernel::range("trees", 64, |k| {
+        let f = k.array::<f32>("f");
+        let l = k.array::<i64>("l");
+        let a = k.array::<i32>("a");
+        k.parallel_for(0, f.len(), |i| {
+            f.set(i, subgroup::reduce_add(f.get(i)) + subgroup::inclusive_add(f.get(i)));
+            l.set(i, subgroup::reduce_add(l.get(i)));
+            a.set(i, subgroup::inclusive_max(a.get(i)) + subgroup::reduce_add_tiled(a.get(i), 3));
+        });
+    });
+    let src = msl(&trees, &Target::metal()).unwrap();
+    assert!(!src.contains("simd_sum") && !src.contains("simd_prefix") && !src.contains("simd_max"), "{src}");
+    assert!(src.contains("simd_shuffle_down(") && src.contains("simd_shuffle_up("), "{src}");
+}
+
 #[cfg(not(target_os = "macos"))]
 #[test]
 fn metal_devices_are_unavailable_off_macos() {

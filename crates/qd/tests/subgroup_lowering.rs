@@ -1,8 +1,9 @@
 //! The subgroup library's lowering (what each op traces into, per target) and the fixed examples
 //! of the upstream test catalogue that random conformance inputs would rarely hit.
 
+use qd::backend::amdgpu::AmdgpuArch;
 use qd::backend::Target;
-use qd::ir::{print_kernel, InstKind, NvOp, ReduxOp, ShuffleKind};
+use qd::ir::{print_kernel, InstKind, NvOp, ReduxOp, ScanKind, ShuffleKind};
 use qd::prelude::*;
 
 /// Traces `out[i] = f(a[i])` for `target`.
@@ -18,7 +19,8 @@ fn trace<T: Scalar, R: Scalar>(
     k.trace(target).unwrap()
 }
 
-/// Counts of (shuffle idx, shuffle up, shuffle down, broadcast, ballot, vote, nv redux).
+/// Counts of (shuffle idx, shuffle up, shuffle down, broadcast, ballot, vote, nv redux, subgroup
+/// reductions and scans).
 #[derive(Debug, Default, PartialEq, Eq)]
 struct Counts {
     idx: usize,
@@ -28,6 +30,7 @@ struct Counts {
     ballot: usize,
     vote: usize,
     redux: usize,
+    reduce: usize,
 }
 
 fn counts(k: &qd::ir::Kernel) -> Counts {
@@ -40,6 +43,7 @@ fn counts(k: &qd::ir::Kernel) -> Counts {
         InstKind::Ballot { .. } => c.ballot += 1,
         InstKind::Vote { .. } => c.vote += 1,
         InstKind::Nv { op: NvOp::Redux(_), .. } => c.redux += 1,
+        InstKind::SubgroupReduce { .. } => c.reduce += 1,
         _ => {}
     });
     c
@@ -70,12 +74,9 @@ fn shuffle_counts_match_the_page() {
     }
 }
 
+/// CUDA with (sm_80) or without (sm_70) `redux.sync`.
 fn cuda_like(redux: bool) -> Target {
-    use qd::target::{Feature, NvFeature, Support};
-    let redux = if redux { Support::Native } else { Support::unsupported("sm_70") };
-    Target::cpu(32)
-        .with_support(Feature::VoteShortcut, Support::Native)
-        .with_support(Feature::Nv(NvFeature::Redux), redux)
+    Target::cuda(if redux { 80 } else { 70 })
 }
 
 #[test]
@@ -115,6 +116,78 @@ fn redux_for_full_warp_32_bit_integer_reductions() {
     assert_eq!(counts(&trace(&t, |v: Val<f32>| subgroup::reduce_all_add(v))), c(5, 0, 0));
     assert_eq!(counts(&trace(&t, |v: Val<i32>| subgroup::reduce_add_tiled(v, 4))), c(0, 0, 4));
     assert_eq!(counts(&trace(&cuda_like(false), |v: Val<i32>| subgroup::reduce_add(v))), c(0, 0, 5));
+}
+
+/// The emulator with `sg` lanes answering every integer `Feature::SubgroupArith` natively.
+fn arith_everywhere(sg: u32) -> Target {
+    use qd::target::{Feature, Support};
+    let mut t = Target::cpu(sg);
+    for op in [ReduxOp::Add, ReduxOp::Min, ReduxOp::Max, ReduxOp::And, ReduxOp::Or, ReduxOp::Xor] {
+        let scans: &[Option<ScanKind>] = if op == ReduxOp::Add {
+            &[None, Some(ScanKind::Inclusive), Some(ScanKind::Exclusive)]
+        } else {
+            &[None, Some(ScanKind::Inclusive)]
+        };
+        for &scan in scans {
+            for dtype in [qd::ir::DType::I32, qd::ir::DType::U32, qd::ir::DType::I64, qd::ir::DType::U64] {
+                t = t.with_support(Feature::SubgroupArith { op, scan, dtype }, Support::Native);
+            }
+        }
+    }
+    t
+}
+
+/// The reductions and scans traced for `target` as one `SubgroupReduce`: their (op, scan) pairs.
+fn reductions(k: &qd::ir::Kernel) -> Vec<(ReduxOp, Option<ScanKind>)> {
+    let mut found = Vec::new();
+    k.body.walk(&mut |inst| {
+        if let InstKind::SubgroupReduce { op, scan, .. } = &inst.kind {
+            found.push((*op, *scan));
+        }
+    });
+    found
+}
+
+#[test]
+fn one_instruction_for_full_subgroup_integer_reductions_where_the_target_has_it() {
+    use ScanKind::{Exclusive, Inclusive};
+    let one = |op, scan| vec![(op, scan)];
+    for t in [Target::metal(), arith_everywhere(8), arith_everywhere(64)] {
+        assert_eq!(reductions(&trace(&t, |v: Val<i32>| subgroup::reduce_add(v))), one(ReduxOp::Add, None));
+        assert_eq!(reductions(&trace(&t, |v: Val<u32>| subgroup::reduce_all_max(v))), one(ReduxOp::Max, None));
+        assert_eq!(
+            reductions(&trace(&t, |v: Val<i32>| subgroup::inclusive_add(v))),
+            one(ReduxOp::Add, Some(Inclusive))
+        );
+        assert_eq!(
+            reductions(&trace(&t, |v: Val<u32>| subgroup::exclusive_add(v))),
+            one(ReduxOp::Add, Some(Exclusive))
+        );
+        let l = t.log2_subgroup_size();
+        let full_tile = trace(&t, move |v: Val<i32>| subgroup::reduce_min_tiled(v, l));
+        assert_eq!(reductions(&full_tile), one(ReduxOp::Min, None));
+        // Never for floats, products, exclusive scans other than sums, or partial tiles.
+        assert_eq!(counts(&trace(&t, |v: Val<f32>| subgroup::reduce_add(v))), c(0, 0, l as usize));
+        assert!(reductions(&trace(&t, |v: Val<i32>| subgroup::inclusive_mul(v))).is_empty());
+        assert!(reductions(&trace(&t, |v: Val<u32>| subgroup::exclusive_max(v))).is_empty());
+        assert!(reductions(&trace(&t, |v: Val<i32>| subgroup::reduce_add_tiled(v, 2))).is_empty());
+    }
+    // Metal: 32-bit sums and reductions only (no 64-bit simd_sum, prefix scans of sums only).
+    let metal = Target::metal();
+    assert!(reductions(&trace(&metal, |v: Val<i64>| subgroup::reduce_add(v))).is_empty());
+    assert!(reductions(&trace(&metal, |v: Val<i32>| subgroup::inclusive_max(v))).is_empty());
+    let every = arith_everywhere(16);
+    assert_eq!(reductions(&trace(&every, |v: Val<i64>| subgroup::reduce_add(v))), one(ReduxOp::Add, None));
+    assert_eq!(
+        reductions(&trace(&every, |v: Val<u64>| subgroup::inclusive_xor(v))),
+        one(ReduxOp::Xor, Some(Inclusive))
+    );
+    // CUDA, Vulkan, AMDGPU and the emulator's own profile take the trees.
+    let vulkan = Target::vulkan(32, &qd::backend::spirv::SpirvCaps::lavapipe());
+    for t in [Target::cuda(90), vulkan, Target::amdgpu(AmdgpuArch::Gfx942), Target::cpu(32)] {
+        assert!(reductions(&trace(&t, |v: Val<i64>| subgroup::reduce_add(v))).is_empty());
+        assert!(reductions(&trace(&t, |v: Val<i32>| subgroup::exclusive_add(v))).is_empty());
+    }
 }
 
 #[test]
@@ -250,6 +323,64 @@ fn deprecated_aliases_forward() {
 
 /// quadrants.md 1.8: `reduce_add_tiled(1, log2_group_size())` gives the subgroup width in lane 0,
 /// and constants work as inputs everywhere.
+/// Runs `out[i] = f(a[i])` on the emulator wearing `target`, checking the kernel reduced in one
+/// instruction.
+fn run_on<A: Scalar, R: Scalar>(
+    target: &Target,
+    a: &[A],
+    f: impl Fn(Val<A>) -> Val<R> + Send + Sync + 'static,
+) -> Vec<R> {
+    let k = Kernel::range("run_on", 64, move |k| {
+        let (x, out) = (k.array::<A>("a"), k.array::<R>("out"));
+        k.parallel_for(0, x.len(), |i| out.set(i, f(x.get(i))));
+    });
+    let d = Device::cpu_wearing(target, Default::default()).unwrap();
+    assert_eq!(reductions(&d.trace(&k).unwrap()).len(), 1);
+    let (x, out) = (d.array_from(a).unwrap(), d.zeros::<R>(a.len()).unwrap());
+    d.launch(&k, &[x.arg(), out.arg()]).unwrap();
+    out.to_vec().unwrap()
+}
+
+/// The emulator's `SubgroupReduce` (D5): sums wrap, min and max follow the signedness, lane 0 of
+/// an exclusive sum gets 0; at 8 lanes (any width) and on Metal's 32.
+#[test]
+fn subgroup_reduce_wraps_and_keeps_signedness() {
+    let a: Vec<i64> = (0..64).map(|i| if i % 3 == 0 { i64::MAX - i } else { i64::MIN + i * 7 }).collect();
+    let t8 = arith_everywhere(8);
+    let tile = |i: usize| &a[i - i % 8..i - i % 8 + 8];
+    let got = run_on(&t8, &a, |v: Val<i64>| subgroup::inclusive_add(v));
+    let want: Vec<i64> = (0..64).map(|i| tile(i)[..=i % 8].iter().fold(0i64, |s, x| s.wrapping_add(*x))).collect();
+    assert_eq!(got, want);
+    let got = run_on(&t8, &a, |v: Val<i64>| subgroup::reduce_all_max(v));
+    assert!(got.iter().enumerate().all(|(i, &x)| x == *tile(i).iter().max().unwrap()), "{got:?}");
+    let u: Vec<u64> = a.iter().map(|x| *x as u64).collect();
+    let got = run_on(&t8, &u, |v: Val<u64>| subgroup::inclusive_xor(v));
+    assert!(got.iter().enumerate().all(|(i, &x)| x == u[i - i % 8..=i].iter().fold(0, |s, y| s ^ y)), "{got:?}");
+}
+
+#[test]
+fn subgroup_reduce_on_metal_wraps_and_keeps_signedness() {
+    let a: Vec<i32> = (0..64).map(|i| if i % 3 == 0 { i32::MAX - i } else { i32::MIN + i * 7 }).collect();
+    let metal = Target::metal();
+    let prefix = |i: usize, inclusive: bool| {
+        let base = i - i % 32;
+        let end = if inclusive { i + 1 } else { i };
+        a[base..end].iter().fold(0i32, |s, x| s.wrapping_add(*x))
+    };
+    let tile = |i: usize| &a[i - i % 32..i - i % 32 + 32];
+    let got = run_on(&metal, &a, |v: Val<i32>| subgroup::reduce_all_add(v));
+    assert!(got.iter().enumerate().all(|(i, &x)| x == prefix(i - i % 32 + 31, true)), "{got:?}");
+    let got = run_on(&metal, &a, |v: Val<i32>| subgroup::inclusive_add(v));
+    assert!(got.iter().enumerate().all(|(i, &x)| x == prefix(i, true)), "{got:?}");
+    let got = run_on(&metal, &a, |v: Val<i32>| subgroup::exclusive_add(v));
+    assert!(got.iter().enumerate().all(|(i, &x)| x == prefix(i, false)), "{got:?}");
+    let got = run_on(&metal, &a, |v: Val<i32>| subgroup::reduce_all_min(v));
+    assert!(got.iter().enumerate().all(|(i, &x)| x == *tile(i).iter().min().unwrap()), "{got:?}");
+    let u: Vec<u32> = a.iter().map(|x| *x as u32).collect();
+    let got = run_on(&metal, &u, |v: Val<u32>| subgroup::reduce_all_min(v));
+    assert!(got.iter().enumerate().all(|(i, &x)| x == tile(i).iter().map(|x| *x as u32).min().unwrap()));
+}
+
 #[test]
 fn constant_inputs() {
     let lanes: Vec<i32> = (0..64).collect();

@@ -434,8 +434,9 @@ pub enum PackedHalf {
     BF16x2,
 }
 
-/// `redux.sync` operations.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// The folds of a full-subgroup integer reduction: `redux.sync`'s operations, and those of
+/// [`InstKind::SubgroupReduce`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ReduxOp {
     /// Sum.
     Add,
@@ -517,6 +518,9 @@ pub enum InstKind {
     Ballot { dst: ValueId, pred: ValueId },
     /// Subgroup vote on a bool predicate.
     Vote { dst: ValueId, kind: VoteKind, pred: ValueId },
+    /// Integer reduction (`scan: None`, the same result in every lane) or scan (each lane's
+    /// prefix) of `value` over the full subgroup; exclusive scans are sums only.
+    SubgroupReduce { dst: ValueId, op: ReduxOp, scan: Option<super::ScanKind>, value: ValueId },
     /// Block barrier; with `reduce`, also reduces a bool predicate across the block into `dst` (i32).
     BlockBarrier { reduce: Option<(BarrierReduce, ValueId, ValueId)> },
     /// Subgroup barrier.
@@ -699,7 +703,8 @@ impl InstKind {
             | WordCas { dst, .. }
             | Broadcast { dst, .. }
             | Ballot { dst, .. }
-            | Vote { dst, .. } => vec![*dst],
+            | Vote { dst, .. }
+            | SubgroupReduce { dst, .. } => vec![*dst],
             Atomic { dst, .. } => dst.iter().copied().collect(),
             Shuffle { dst, valid, .. } => std::iter::once(*dst).chain(*valid).collect(),
             BlockBarrier { reduce } => reduce.iter().map(|r| r.2).collect(),
@@ -727,6 +732,7 @@ impl InstKind {
             WordShift { place, .. } => vec![place.index],
             Shuffle { value, lane, .. } | Broadcast { value, lane, .. } => vec![*value, *lane],
             Ballot { pred, .. } | Vote { pred, .. } => vec![*pred],
+            SubgroupReduce { value, .. } => vec![*value],
             BlockBarrier { reduce } => reduce.iter().map(|r| r.1).collect(),
             Nv { args, place, .. } => args.iter().copied().chain(place.map(|p| p.index)).collect(),
             If { cond, .. } => vec![*cond],
@@ -767,6 +773,7 @@ impl InstKind {
             Broadcast { .. } => "subgroup.broadcast".into(),
             Ballot { .. } => "subgroup.ballot".into(),
             Vote { kind, .. } => format!("subgroup.vote_{}", format!("{kind:?}").to_lowercase()),
+            SubgroupReduce { op, scan, .. } => format!("subgroup.{}", super::reduce_name(*op, *scan)),
             BlockBarrier { reduce: None } => "block.sync".into(),
             BlockBarrier { reduce: Some((r, _, _)) } => match r {
                 BarrierReduce::And => "block.sync_all_nonzero".into(),
@@ -789,7 +796,8 @@ impl InstKind {
     pub fn is_subgroup_collective(&self) -> bool {
         use InstKind::*;
         match self {
-            Shuffle { .. } | Broadcast { .. } | Ballot { .. } | Vote { .. } | SubgroupBarrier => true,
+            Shuffle { .. } | Broadcast { .. } | Ballot { .. } | Vote { .. } | SubgroupReduce { .. } => true,
+            SubgroupBarrier => true,
             Nv { op, .. } => {
                 matches!(op, NvOp::MatchAny | NvOp::MatchAll | NvOp::Redux(_) | NvOp::ReduxF32(_) | NvOp::Elect)
             }

@@ -8,6 +8,7 @@ pub mod eval;
 mod inst;
 pub mod passes;
 mod print;
+mod reduce;
 mod requirements;
 mod types;
 pub mod uniformity;
@@ -15,6 +16,7 @@ mod verify;
 
 pub use inst::*;
 pub use print::{print_kernel, render_inst};
+pub use reduce::{reduce_name, ScanKind};
 pub(crate) use requirements::nv_feature;
 pub use types::*;
 pub use verify::{verify, VerifyError, VerifyOptions};

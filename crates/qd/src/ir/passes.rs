@@ -133,6 +133,7 @@ pub fn map_uses(kind: &mut InstKind, f: &impl Fn(ValueId) -> ValueId) {
             m(lane);
         }
         Ballot { pred, .. } | Vote { pred, .. } => m(pred),
+        SubgroupReduce { value, .. } => m(value),
         BlockBarrier { reduce: Some((_, p, _)) } => m(p),
         Nv { args, place, .. } => {
             args.iter_mut().for_each(m);

@@ -149,6 +149,9 @@ pub fn render_inst(k: &Kernel, kind: &InstKind) -> String {
         Vote { dst, kind, pred } => {
             format!("{} = vote.{} %{}", v(k, *dst), lower(format!("{kind:?}")), pred.0)
         }
+        SubgroupReduce { dst, op, scan, value } => {
+            format!("{} = subgroup.{} %{}", v(k, *dst), super::reduce_name(*op, *scan), value.0)
+        }
         BlockBarrier { reduce: None } => "block.sync".into(),
         BlockBarrier { reduce: Some((r, p, d)) } => {
             format!("{} = block.sync.{} %{}", v(k, *d), lower(format!("{r:?}")), p.0)

@@ -69,6 +69,9 @@ impl Inst {
             }
             Special { reg: super::Special::Nv(reg), .. } => needs.push(Feature::Nv(sreg_feature(*reg))),
             BlockBarrier { reduce: Some(_) } => needs.push(Feature::BarrierReduce),
+            SubgroupReduce { op, scan, value, .. } => {
+                needs.push(Feature::SubgroupArith { op: *op, scan: *scan, dtype: k.dtype(*value) })
+            }
             Fence { scope: Scope::Subgroup, .. } => needs.push(Feature::SubgroupFence),
             _ => {}
         }

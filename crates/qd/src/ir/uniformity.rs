@@ -160,7 +160,9 @@ impl Analysis {
                 let u = if self.val(*lane) <= Subgroup { Subgroup } else { Varying };
                 self.set(*dst, u);
             }
-            Ballot { dst, .. } | Vote { dst, .. } => self.set(*dst, Subgroup),
+            Ballot { dst, .. } | Vote { dst, .. } | SubgroupReduce { dst, scan: None, .. } => self.set(*dst, Subgroup),
+            // Each lane's prefix is its own.
+            SubgroupReduce { dst, scan: Some(_), .. } => self.set(*dst, Varying),
             BlockBarrier { reduce } => {
                 if let Some((_, _, d)) = reduce {
                     self.set(*d, Block);

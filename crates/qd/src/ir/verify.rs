@@ -5,6 +5,7 @@
 use super::inst::*;
 use super::types::DType;
 use super::uniformity::{analyze, Uniformity};
+use super::ScanKind;
 
 /// A rule the kernel breaks.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -263,6 +264,16 @@ impl Verifier<'_> {
                 }
             }
             Ballot { pred, .. } | Vote { pred, .. } => is_bool(*pred, "predicate")?,
+            SubgroupReduce { dst, op, scan, value } => {
+                same(*dst, *value)?;
+                let t = self.ty(*value);
+                if !t.is_int() || !matches!(t.bits(), 32 | 64) {
+                    return Err(self.err(inst, format!("reduces 32- or 64-bit integers, got {t}")));
+                }
+                if *scan == Some(ScanKind::Exclusive) && *op != ReduxOp::Add {
+                    return Err(self.err(inst, "an exclusive scan is a sum only".into()));
+                }
+            }
             If { cond, .. } => is_bool(*cond, "if condition")?,
             LocalSet { local, value } if self.k.locals[local.0 as usize].dtype != self.ty(*value) => {
                 return Err(self.err(inst, "assigns a value of another type to a variable".into()));

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::ir::{AddressSpace, AtomicOp, DType};
+use crate::ir::{reduce_name, AddressSpace, AtomicOp, DType, ReduxOp, ScanKind};
 
 /// Where an atomic or an array lives, as far as capabilities go (per-thread arrays are private
 /// and need no feature).
@@ -154,6 +154,16 @@ pub enum Feature {
     BarrierReduce,
     /// `subgroup.broadcast` from a lane that differs between lanes (SPIR-V needs a uniform lane).
     DynamicBroadcastLane,
+    /// A full-subgroup integer reduction (`scan: None`) or scan of this type is one instruction
+    /// (`InstKind::SubgroupReduce`); else the library's shuffle trees (seed 002).
+    SubgroupArith {
+        /// The fold.
+        op: ReduxOp,
+        /// `None`: a reduction; else which prefix each lane gets.
+        scan: Option<ScanKind>,
+        /// The integer type reduced.
+        dtype: DType,
+    },
     /// A memory fence at subgroup scope (else a block-scope fence: over-strict but correct, D6).
     SubgroupFence,
     /// Collective tiles of this many lanes (`log2_size` up to the subgroup width).
@@ -193,6 +203,9 @@ impl fmt::Display for Feature {
             Feature::VoteShortcut => f.write_str("one-instruction subgroup vote"),
             Feature::BarrierReduce => f.write_str("fused barrier reduction"),
             Feature::DynamicBroadcastLane => f.write_str("broadcast from a varying lane"),
+            Feature::SubgroupArith { op, scan, dtype } => {
+                write!(f, "one-instruction subgroup.{} on {dtype}", reduce_name(*op, *scan))
+            }
             Feature::SubgroupFence => f.write_str("subgroup-scope fence"),
             Feature::Tile { lanes } => write!(f, "{lanes}-lane tiles"),
             Feature::SharedMemory { bytes } => write!(f, "{bytes} bytes of shared memory"),
@@ -226,6 +239,11 @@ pub enum Polyfill {
 }
 
 impl Polyfill {
+    /// Where `subgroup.reduce_*` and the `inclusive_*`/`exclusive_add` scans are not one
+    /// instruction: the library's shuffle trees (seed 002), the same on every target, so results
+    /// match bit for bit.
+    pub const SHUFFLE_TREES: Polyfill = Polyfill::Library("the shuffle trees (seed 002)");
+
     /// What it costs, for the support tables.
     pub fn cost(self) -> &'static str {
         match self {

@@ -5,7 +5,7 @@
 use super::{Feature, MemSpace, NvFeature, Polyfill, Support, Target};
 use crate::backend::amdgpu::AmdgpuArch;
 use crate::backend::spirv::SpirvCaps;
-use crate::ir::{AtomicOp, DType};
+use crate::ir::{reduce_name, AtomicOp, DType, ReduxOp, ScanKind};
 
 /// One column of the table: a target, or a family whose answer depends on the device.
 pub struct Column {
@@ -92,6 +92,20 @@ pub fn rows() -> Vec<(&'static str, String, Feature)> {
         ("library paths", "_tiled ops with log2_size = 6".into(), Feature::Tile { lanes: 64 }),
         ("library paths", "spin-waits on other blocks (look-back)".into(), Feature::SpinWait),
     ];
+    let arith = [
+        (ReduxOp::Add, None),
+        (ReduxOp::Min, None),
+        (ReduxOp::Max, None),
+        (ReduxOp::Add, Some(ScanKind::Inclusive)),
+        (ReduxOp::Min, Some(ScanKind::Inclusive)),
+        (ReduxOp::Add, Some(ScanKind::Exclusive)),
+    ];
+    for (op, scan) in arith {
+        for dtype in [DType::I32, DType::I64] {
+            let name = format!("subgroup.{} on {dtype} (full subgroup)", reduce_name(op, scan));
+            rows.push(("subgroup arithmetic", name, Feature::SubgroupArith { op, scan, dtype }));
+        }
+    }
     for n in NvFeature::ALL {
         rows.push(("qd::nv (seed 004)", n.name().into(), Feature::Nv(n)));
     }

@@ -81,6 +81,7 @@ pub(crate) fn support(arch: AmdgpuArch, f: Feature) -> Support {
             "a shared counter, one atomic add per contributing thread and two barriers",
         )),
         Feature::DynamicBroadcastLane => Support::Native,
+        Feature::SubgroupArith { .. } => Support::polyfill(Polyfill::SHUFFLE_TREES),
         Feature::SubgroupFence => {
             Support::polyfill(Polyfill::Lowering("a workgroup-scope fence (over-strict but correct, seed 002)"))
         }

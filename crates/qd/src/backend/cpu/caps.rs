@@ -18,7 +18,9 @@ pub(crate) fn limits(subgroup_size: u32) -> Limits {
 
 /// The emulator implements every core instruction natively, and with 32-lane subgroups the NVIDIA
 /// families too, so kernels using them are tested without a GPU (D8). Its library paths are the
-/// portable ones: votes as butterflies and subgroup fences at block scope, as on CUDA.
+/// portable ones: votes as butterflies, reductions and scans as shuffle trees and subgroup fences
+/// at block scope, as on CUDA, so what it traces is the IR the PTX and SPIR-V tests lower. (It runs
+/// `vote` and `subgroup_reduce` all the same: wearing a target that has them, `cpu:sg32@metal`.)
 pub(crate) fn support(limits: &Limits, f: Feature) -> Support {
     match f {
         Feature::Nv(_) if limits.subgroup_size != 32 => Support::unsupported(format!(
@@ -27,6 +29,7 @@ pub(crate) fn support(limits: &Limits, f: Feature) -> Support {
         )),
         Feature::Nv(n) => cuda_only(n).map_or(Support::Native, Support::unsupported),
         Feature::VoteShortcut => Support::polyfill(Polyfill::Library("a shuffle-xor butterfly over the tile")),
+        Feature::SubgroupArith { .. } => Support::polyfill(Polyfill::SHUFFLE_TREES),
         Feature::SubgroupFence => {
             Support::polyfill(Polyfill::Lowering("a block-scope fence (over-strict but correct, D6)"))
         }

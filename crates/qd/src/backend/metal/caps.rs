@@ -4,7 +4,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::ir::{AtomicOp, DType};
+use crate::ir::{AtomicOp, DType, ReduxOp, ScanKind};
 use crate::target::{Feature, Limits, MemSpace, Polyfill, Support};
 
 /// An MSL language version. Each printed kernel states the lowest one it needs, which the runtime
@@ -70,6 +70,18 @@ pub(crate) fn limits() -> Limits {
 const NO_ATOMIC64: &str =
     "Metal has no 64-bit atomics (Apple family 9's ulong atomic_fetch_min/max is refused too: qd targets family 7; seed 003)";
 
+/// `simd_sum/min/max/and/or/xor` and `simd_prefix_{inclusive,exclusive}_sum` (MSL 3.0 section
+/// 6.9.2; prefixes exist for sums and products only) on 32-bit integers; 64-bit values, which the
+/// SIMD-group functions do not take, and the other scans take the library's trees.
+fn simd_arith(op: ReduxOp, scan: Option<ScanKind>, dtype: DType) -> Support {
+    let sum_or_reduction = scan.is_none() || op == ReduxOp::Add;
+    if matches!(dtype, DType::I32 | DType::U32) && sum_or_reduction {
+        Support::Native
+    } else {
+        Support::polyfill(Polyfill::SHUFFLE_TREES)
+    }
+}
+
 /// How Metal (compiling MSL up to `msl`) provides `f`: no NVIDIA families, no f64, no 64-bit
 /// atomics; the library composes `sync_*_nonzero` and full votes; 32-bit integer atomics and the
 /// f32 add on device memory are native (MSL 3.0 `atomic<float>`, which threadgroup memory lacks),
@@ -83,6 +95,7 @@ pub(crate) fn support(msl: MslVersion, f: Feature) -> Support {
             "a shared counter, one atomic add per contributing thread and two barriers",
         )),
         Feature::DynamicBroadcastLane => Support::Native,
+        Feature::SubgroupArith { op, scan, dtype } => simd_arith(op, scan, dtype),
         Feature::SubgroupFence => Support::polyfill(Polyfill::Lowering("a threadgroup-scope fence")),
         Feature::SignedZeros(_) => Support::Native, // the runtime compiles with fast math off
         Feature::Tile { .. } | Feature::SharedMemory { .. } | Feature::SpinWait => Support::Native,

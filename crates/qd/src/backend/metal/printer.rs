@@ -307,6 +307,7 @@ impl Printer<'_> {
             Shuffle { dst, valid, kind, value, lane } => self.shuffle(*dst, *valid, *kind, *value, *lane),
             Broadcast { dst, value, lane } => self.broadcast(*dst, *value, *lane),
             Ballot { dst, pred } => self.def(*dst, format!("ulong(simd_ballot({}))", self.v(*pred))),
+            SubgroupReduce { dst, op, scan, value } => self.reduce(inst, *dst, *op, *scan, *value)?,
             Vote { dst, kind, pred } => {
                 let p = self.v(*pred);
                 let e = match kind {

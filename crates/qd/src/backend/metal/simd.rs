@@ -1,4 +1,4 @@
-//! SIMD-group data movement, barriers and fences in MSL.
+//! SIMD-group data movement, reductions, barriers and fences in MSL.
 //!
 //! `simd_shuffle*` and `simd_broadcast` have no 64-bit, bool or 8-bit overloads: 64-bit values
 //! move as two 32-bit halves, bools and 8-bit integers as `ushort`/`short`, bf16 as its bits. An
@@ -9,6 +9,7 @@ use super::expr::ty;
 use super::printer::Printer;
 use crate::ir::uniformity::Uniformity;
 use crate::ir::*;
+use crate::trace::TraceError;
 
 /// The `mem_flags` every barrier and fence orders: D6 has a block barrier and a block fence order
 /// device memory too.
@@ -87,6 +88,43 @@ impl Printer<'_> {
         let name = format!("{}_got", self.v(dst));
         self.line(format!("const {} {name} = {moved};", ty(self.d(dst))));
         name
+    }
+
+    /// `simd_sum/min/max/and/or/xor(x)` and `simd_prefix_{inclusive,exclusive}_sum(x)` on a 32-bit
+    /// integer. Sums go through `uint`, where overflow wraps (D5); min and max keep the signedness.
+    pub(super) fn reduce(
+        &mut self,
+        inst: &Inst,
+        dst: ValueId,
+        op: ReduxOp,
+        scan: Option<ScanKind>,
+        value: ValueId,
+    ) -> Result<(), TraceError> {
+        let d = self.d(value);
+        if !matches!(d, DType::I32 | DType::U32) {
+            return Err(self.refuse(
+                inst,
+                format!("MSL's SIMD-group reductions take no {d}; the library reduces with shuffle trees"),
+            ));
+        }
+        let f = match (scan, op) {
+            (None, ReduxOp::Add) => "simd_sum",
+            (None, ReduxOp::Min) => "simd_min",
+            (None, ReduxOp::Max) => "simd_max",
+            (None, ReduxOp::And) => "simd_and",
+            (None, ReduxOp::Or) => "simd_or",
+            (None, ReduxOp::Xor) => "simd_xor",
+            (Some(ScanKind::Inclusive), ReduxOp::Add) => "simd_prefix_inclusive_sum",
+            (Some(ScanKind::Exclusive), ReduxOp::Add) => "simd_prefix_exclusive_sum",
+            (Some(_), _) => {
+                return Err(self.refuse(inst, "MSL has prefix scans of sums and products only (simd_prefix_*)"))
+            }
+        };
+        let x = self.v(value);
+        let e =
+            if op == ReduxOp::Add && d == DType::I32 { format!("int({f}(uint({x})))") } else { format!("{f}({x})") };
+        self.def(dst, e);
+        Ok(())
     }
 
     pub(super) fn barrier(&mut self, f: &str) {

@@ -441,6 +441,9 @@ pub(crate) fn support(target: PtxTarget, f: crate::target::Feature) -> crate::ta
             NvFeature::Breakpoint => floor(Feature::SregGlobaltimer),
         },
         F::VoteShortcut | F::BarrierReduce | F::DynamicBroadcastLane => Support::Native,
+        // Full-warp 32-bit add/min/max take `redux.sync` on sm_80+ (the library asks for
+        // `nv.redux`); everything else the trees.
+        F::SubgroupArith { .. } => Support::polyfill(Polyfill::SHUFFLE_TREES),
         F::SubgroupFence => Support::polyfill(Polyfill::Lowering("a block-scope fence (over-strict but correct, D6)")),
         F::SignedZeros(_) => Support::Native, // PTX float arithmetic is IEEE 754
         F::Tile { .. }

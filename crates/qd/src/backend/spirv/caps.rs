@@ -129,6 +129,8 @@ pub(crate) fn support(caps: &SpirvCaps, f: Feature) -> Support {
         // `OpGroupNonUniformShuffle` (`subgroup.rs`).
         Feature::DynamicBroadcastLane => Support::polyfill(Polyfill::Lowering("OpGroupNonUniformShuffle")),
         Feature::SubgroupFence => Support::Native,
+        // OpGroupNonUniform{I,U,S}* Reduce/Scan are not emitted: the trees keep the backends alike.
+        Feature::SubgroupArith { .. } => Support::polyfill(Polyfill::SHUFFLE_TREES),
         Feature::Tile { .. } | Feature::SharedMemory { .. } | Feature::SpinWait => Support::Native,
         Feature::Values(d) if d.is_packed() || d == DType::B128 => {
             Support::unsupported(format!("{d} values (b128 and packed f16x2/bf16x2) are not supported on vulkan"))

@@ -671,7 +671,7 @@ impl Lower<'_> {
                     self.op(Op::MemoryBarrier, None, vec![Operand::IdScope(s), Operand::IdMemorySemantics(sem)]);
                 }
             }
-            Nv { .. } => unreachable!("rejected by caps::check"),
+            Nv { .. } | SubgroupReduce { .. } => unreachable!("rejected by caps::check"),
             If { cond, then_block, else_block } => {
                 let c = self.v(*cond);
                 let (then_l, merge) = (self.m.id(), self.m.id());

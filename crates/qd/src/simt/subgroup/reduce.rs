@@ -5,7 +5,7 @@
 use super::{
     ballot, check_log2_size, lane_u32, log2_group_size, shuffle_down, shuffle_up, shuffle_xor, Op, Predicate, Shuffle,
 };
-use crate::ir::{DType, InstKind, NvOp, ReduxOp};
+use crate::ir::{DType, InstKind, NvOp, ReduxOp, ScanKind};
 use crate::target::{Feature, NvFeature};
 use crate::trace::{current_loc, emit_at, new_value, op_scope, select, target, IntoVal, Val};
 
@@ -35,13 +35,36 @@ fn redux_full_warp<T: Shuffle>(op: Op, v: Val<T>, log2_size: u32) -> Option<Val<
     Some(Val::from_id(dst))
 }
 
+/// A full-subgroup integer reduction (`scan: None`) or scan as one instruction, where the target
+/// has it (`Feature::SubgroupArith`: Metal's `simd_sum` family, the emulator); `None` otherwise,
+/// and for tiles narrower than the subgroup, floats and products, which take the shuffle trees.
+#[track_caller]
+pub(super) fn subgroup_arith<T: Shuffle>(op: Op, scan: Option<ScanKind>, v: Val<T>, log2_size: u32) -> Option<Val<T>> {
+    let rop = match op {
+        Op::Add => ReduxOp::Add,
+        Op::Min => ReduxOp::Min,
+        Op::Max => ReduxOp::Max,
+        Op::And => ReduxOp::And,
+        Op::Or => ReduxOp::Or,
+        Op::Xor => ReduxOp::Xor,
+        Op::Mul => return None,
+    };
+    let feature = Feature::SubgroupArith { op: rop, scan, dtype: T::DTYPE };
+    if log2_size != log2_group_size() || !T::DTYPE.is_int() || !target().has(feature) {
+        return None;
+    }
+    let dst = new_value(T::DTYPE);
+    emit_at(InstKind::SubgroupReduce { dst, op: rop, scan, value: v.id() }, current_loc());
+    Some(Val::from_id(dst))
+}
+
 /// `for off = T/2 .. 1: v = op(v, shuffle_down(v, off))`; valid in tile lane 0.
 #[track_caller]
 fn reduce_tiled<T: Shuffle>(name: &'static str, op: Op, value: Val<T>, log2_size: u32) -> Val<T> {
     if !check_log2_size(name, log2_size) {
         return value;
     }
-    if let Some(r) = redux_full_warp(op, value, log2_size) {
+    if let Some(r) = redux_full_warp(op, value, log2_size).or_else(|| subgroup_arith(op, None, value, log2_size)) {
         return r;
     }
     reduce_tree_with(value, log2_size, &|a, b| op.apply(a, b))
@@ -69,7 +92,7 @@ fn reduce_all_tiled<T: Shuffle>(name: &'static str, op: Op, value: Val<T>, log2_
     if !check_log2_size(name, log2_size) {
         return value;
     }
-    if let Some(r) = redux_full_warp(op, value, log2_size) {
+    if let Some(r) = redux_full_warp(op, value, log2_size).or_else(|| subgroup_arith(op, None, value, log2_size)) {
         return r;
     }
     let mut v = value;
@@ -141,7 +164,9 @@ macro_rules! reductions {
         #[doc = concat!("The ", $opname, " of `value` over each aligned `2^log2_size`-lane tile, valid in the tile's")]
         #[doc = "lane 0 only (other lanes hold partial results).\n\n"]
         #[doc = "A `shuffle_down` tree: `log2_size` shuffles and ops, fully unrolled. On sm_80+ CUDA a"]
-        #[doc = "full-warp 32-bit integer reduction is a single `redux.sync`. `log2_size` above"]
+        #[doc = "full-warp 32-bit integer reduction is a single `redux.sync`, and where the target has"]
+        #[doc = "`Feature::SubgroupArith` (Metal's `simd_sum`/`simd_min`/`simd_max` on 32-bit integers,"]
+        #[doc = "the emulator) a full-subgroup integer one is a single instruction. `log2_size` above"]
         #[doc = "[`log2_group_size`] is a trace-time error."]
         #[doc = $tiled_ex]
         #[track_caller]
@@ -163,7 +188,8 @@ macro_rules! reductions {
         #[doc = concat!("The ", $opname, " of `value` over each aligned `2^log2_size`-lane tile, in every lane of")]
         #[doc = "the tile (bitwise identical across the tile).\n\n"]
         #[doc = "A `shuffle_xor` butterfly: `log2_size` shuffles and ops, fully unrolled; a single"]
-        #[doc = "`redux.sync` for a full-warp 32-bit integer reduction on sm_80+ CUDA."]
+        #[doc = "`redux.sync` for a full-warp 32-bit integer reduction on sm_80+ CUDA, and a single"]
+        #[doc = "instruction for a full-subgroup integer one where the target has `Feature::SubgroupArith`."]
         #[doc = $all_ex]
         #[track_caller]
         pub fn $all_tiled<T: Shuffle>(value: impl IntoVal<T>, log2_size: u32) -> Val<T> {

@@ -1,7 +1,10 @@
 //! Inclusive and exclusive scans: Hillis–Steele over `shuffle_up`, the predecessor as the left
-//! operand, fully unrolled while tracing.
+//! operand, fully unrolled while tracing; full-subgroup integer scans are one `SubgroupReduce`
+//! where the target has it (`reduce::subgroup_arith`).
 
+use super::reduce::subgroup_arith;
 use super::{check_dtype, check_log2_size, log2_group_size, shuffle_up, tile_lane, Op, Shuffle};
+use crate::ir::ScanKind;
 use crate::trace::{op_scope, select, IntoVal, Val};
 
 /// `t = lane & (T-1)`; `for off = 1, 2, .., T/2: p = shuffle_up(v, off); if t >= off { v = op(p, v) }`.
@@ -38,6 +41,9 @@ fn inclusive_tiled<T: Shuffle>(name: &'static str, op: Op, value: Val<T>, log2_s
     if !check_dtype::<T>(name, op) || !check_log2_size(name, log2_size) {
         return value;
     }
+    if let Some(r) = subgroup_arith(op, Some(ScanKind::Inclusive), value, log2_size) {
+        return r;
+    }
     inclusive_scan(op, value, log2_size)
 }
 
@@ -46,6 +52,11 @@ fn inclusive_tiled<T: Shuffle>(name: &'static str, op: Op, value: Val<T>, log2_s
 fn exclusive_tiled<T: Shuffle>(name: &'static str, op: Op, value: Val<T>, log2_size: u32) -> Val<T> {
     if !check_dtype::<T>(name, op) || !check_log2_size(name, log2_size) {
         return value;
+    }
+    if op == Op::Add {
+        if let Some(r) = subgroup_arith(op, Some(ScanKind::Exclusive), value, log2_size) {
+            return r;
+        }
     }
     let id = op.identity::<T>();
     if log2_size == 0 {
@@ -62,8 +73,10 @@ macro_rules! scans {
      $inc_ex:literal, $exc_ex:literal) => {
         #[doc = concat!("Inclusive ", $desc, " scan within each aligned `2^log2_size`-lane tile: tile lane `k` gets")]
         #[doc = "`v[0] op v[1] op … op v[k]` of its tile, folded from the left.\n\n"]
-        #[doc = concat!("Accepts ", $types, ". `log2_size` shuffle_up steps, fully unrolled; `log2_size` above")]
-        #[doc = "[`log2_group_size`] is a trace-time error."]
+        #[doc = concat!("Accepts ", $types, ". `log2_size` shuffle_up steps, fully unrolled (a single")]
+        #[doc = "instruction for a full-subgroup integer add/min/max/and/or/xor scan where the target has"]
+        #[doc = "`Feature::SubgroupArith`: Metal's `simd_prefix_inclusive_sum` on 32-bit integers, the"]
+        #[doc = "emulator); `log2_size` above [`log2_group_size`] is a trace-time error."]
         #[doc = $inc_ex]
         #[track_caller]
         pub fn $inc_tiled<T: Shuffle>(value: impl IntoVal<T>, log2_size: u32) -> Val<T> {

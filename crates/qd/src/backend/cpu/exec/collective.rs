@@ -47,17 +47,9 @@ impl<'a, 'b> BlockExec<'a, 'b> {
                 }
                 NvOp::Redux(r) => {
                     let d = k.dtype(args[0]);
-                    let bin = match r {
-                        ReduxOp::Add => BinOp::Add,
-                        ReduxOp::Min => BinOp::Min,
-                        ReduxOp::Max => BinOp::Max,
-                        ReduxOp::And => BinOp::And,
-                        ReduxOp::Or => BinOp::Or,
-                        ReduxOp::Xor => BinOp::Xor,
-                    };
                     let mut acc = vals[0];
                     for v in &vals[1..] {
-                        acc = eval::binary(d, bin, acc, *v).map_err(|e| self.eval_err(kind, loc, e))?;
+                        acc = eval::binary(d, r.binop(), acc, *v).map_err(|e| self.eval_err(kind, loc, e))?;
                     }
                     for l in 0..w {
                         set(self, dsts[0], l, acc);
@@ -208,6 +200,33 @@ impl<'a, 'b> BlockExec<'a, 'b> {
                     sg.regs[dst.0 as usize * w + l] = r;
                 }
                 sg.poison[dst.0 as usize] = 0;
+            }
+            SubgroupReduce { dst, op, scan, value } => {
+                let d = self.sh.prog.kernel.dtype(*value);
+                // D5 on 32/64-bit integers (the verifier's rule): add wraps, nothing can fail.
+                let fold = |a: u64, b: u64| eval::binary(d, op.binop(), a, b).expect("integer folds do not fail");
+                let vp = sg.poison[value.0 as usize];
+                let mut prefix = Vec::with_capacity(w);
+                let mut acc: Option<u64> = None;
+                for l in 0..w {
+                    let before = acc;
+                    let x = read(sg, *value, l);
+                    acc = Some(before.map_or(x, |a| fold(a, x)));
+                    prefix.push((before, acc));
+                }
+                // Each lane's result, and the lanes it folds (its poison comes from those).
+                let result = |l: usize| match scan {
+                    None => (acc, full(w)),
+                    Some(ScanKind::Inclusive) => (prefix[l].1, full(l + 1)),
+                    Some(ScanKind::Exclusive) => (prefix[l].0, full(l)),
+                };
+                let mut poison = 0u64;
+                for l in 0..w {
+                    let (r, covers) = result(l);
+                    sg.regs[dst.0 as usize * w + l] = r.unwrap_or(0);
+                    poison |= u64::from(vp & covers != 0) << l;
+                }
+                sg.poison[dst.0 as usize] = poison;
             }
             SubgroupBarrier => {}
             _ => unreachable!(),

@@ -179,7 +179,12 @@ impl<'a, 'b> BlockExec<'a, 'b> {
                     self.sgs[sgi].regs[dst.0 as usize * w + l] = u64::from(seen);
                 }
             }
-            Shuffle { .. } | Broadcast { .. } | Ballot { .. } | Vote { .. } | SubgroupBarrier => {
+            Shuffle { .. }
+            | Broadcast { .. }
+            | Ballot { .. }
+            | Vote { .. }
+            | SubgroupReduce { .. }
+            | SubgroupBarrier => {
                 let expected = full(w);
                 if mask != expected || self.sgs[sgi].launched != expected {
                     return Err(self.partial(kind, loc, path, expected));

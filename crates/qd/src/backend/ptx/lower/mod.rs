@@ -506,6 +506,9 @@ impl Lower<'_> {
                     }
                 }
             }
+            SubgroupReduce { .. } => {
+                return Err(self.err(inst, "the library reduces with shuffle trees on PTX (seed 002)"))
+            }
             SubgroupBarrier => self.print(inst, |pr| pr.bar_warp_sync(FULL_MASK))?,
             // Thread scope prints nothing; acquire/release fall back to acq_rel where the target
             // has no split fences (the printer's rule).
