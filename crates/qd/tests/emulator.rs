@@ -325,3 +325,18 @@ fn strict_mode_select_takes_poison_only_from_the_chosen_operand() {
     d.launch(&k, &[a.arg()]).unwrap();
     assert_eq!(a.to_vec().unwrap(), vec![0, 1, 2, 3, 4, 5, 6, 7]);
 }
+
+#[test]
+fn oversized_arrays_are_allocation_errors_not_aborts() {
+    let d = device(32);
+    // The byte size overflows usize: a typed error before any allocation.
+    match d.zeros::<u8>(usize::MAX) {
+        Err(QdError::Allocation { message, .. }) => assert!(message.contains("overflows"), "{message}"),
+        other => panic!("expected an allocation error, got {:?}", other.map(|_| ())),
+    }
+    // 512 GiB of emulator cells: over the budget of half the available memory.
+    match d.zeros::<f64>(1 << 36) {
+        Err(QdError::Allocation { message, .. }) => assert!(message.contains("budget"), "{message}"),
+        other => panic!("expected an allocation error, got {:?}", other.map(|_| ())),
+    }
+}

@@ -9,6 +9,7 @@ pub mod block_algos;
 pub mod examples;
 pub mod grid;
 pub mod nv;
+pub mod ranges;
 pub mod rng;
 pub mod subgroup;
 
@@ -122,6 +123,7 @@ pub fn all_cases() -> Vec<Case> {
     block_algos::register(&mut cases);
     nv::register(&mut cases);
     grid::register(&mut cases);
+    ranges::register(&mut cases);
     cases
 }
 

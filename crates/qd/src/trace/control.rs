@@ -99,9 +99,15 @@ fn jump(kind: InstKind, name: &str) {
 #[track_caller]
 pub fn return_() {
     let loc = current_loc();
-    let in_loop = with(|s| s.loop_depth > 0);
+    let (in_loop, in_range) = with(|s| (s.loop_depth > 0, s.in_range));
     if in_loop {
         with(|s| s.fail("return_", loc, "an early return inside a loop is not supported (D2); break out first".into()));
+        return;
+    }
+    if in_range {
+        let why = "return_ inside parallel_for would also skip the thread's later grid-stride iterations (D2); \
+                   put the rest of the body under if_ instead";
+        with(|s| s.fail("return_", loc, why.into()));
         return;
     }
     emit_at(InstKind::Return, loc);

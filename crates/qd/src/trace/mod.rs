@@ -142,6 +142,7 @@ impl Kernel {
             target: target.clone(),
             generation: next_generation(),
             loop_depth: 0,
+            in_range: false,
             op_scope: Vec::new(),
             control_loc: Vec::new(),
         };
@@ -245,7 +246,9 @@ impl KernelBuilder {
         });
         let Some(index) = ok else { return };
         push_block_at(loc);
+        with(|s| s.in_range = true);
         body(Val::from_id(index));
+        with(|s| s.in_range = false);
         let body = pop_block();
         emit_at(InstKind::GridStride { begin, end, index, body }, loc);
     }
@@ -273,6 +276,8 @@ pub(crate) struct State {
     pub(crate) target: Target,
     pub(crate) generation: u32,
     pub(crate) loop_depth: usize,
+    /// Inside the `parallel_for` body, where `return_` is rejected (D2).
+    pub(crate) in_range: bool,
     /// Library operations in progress: the outermost one names the op and the user's line.
     op_scope: Vec<(&'static str, SrcLoc)>,
     /// Lines of the enclosing control-flow calls, used when an op is passed as a function value
