@@ -275,6 +275,17 @@ fn strict_mode_reports_implementation_defined_values_reaching_memory() {
     let d = device(32);
     d.launch(&k, &[a.arg()]).unwrap();
     assert_eq!(a.to_vec().unwrap()[31], 31);
+    // A broadcast from a lane past the subgroup is implementation-defined the same way.
+    let k = Kernel::range("far_broadcast", 32, |k| {
+        let a = k.array::<i32>("a");
+        let lane = k.scalar::<u32>("lane");
+        k.parallel_for(0, a.len(), |i| a.set(i, subgroup::broadcast(i, lane)));
+    });
+    let d = Device::cpu_with(32, Options { strict: true, ..Options::default() }).unwrap();
+    d.launch(&k, &[a.arg(), Arg::scalar(5u32)]).unwrap();
+    assert_eq!(a.to_vec().unwrap(), vec![5; 32]);
+    let e = d.launch(&k, &[a.arg(), Arg::scalar(40u32)]).unwrap_err();
+    assert!(matches!(emu_kind(e), EmuErrorKind::Poison { .. }));
 }
 
 #[test]
