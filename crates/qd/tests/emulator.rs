@@ -351,3 +351,15 @@ fn oversized_arrays_are_allocation_errors_not_aborts() {
         other => panic!("expected an allocation error, got {:?}", other.map(|_| ())),
     }
 }
+
+#[test]
+fn the_time_limit_holds_across_many_short_blocks() {
+    // Millions of trivial blocks: the limit is checked between blocks, not only inside one.
+    let k = Kernel::explicit("trivial", 32, |_k| {});
+    let d = Device::cpu_with(32, Options { time_limit: Duration::from_millis(300), ..Options::default() }).unwrap();
+    let start = Instant::now();
+    let e = d.launch_grid(&k, 1 << 26, &[]).unwrap_err();
+    assert!(matches!(emu_kind(e), EmuErrorKind::TimeLimit { .. }));
+    // Generous for a busy machine; unchecked, 2^26 blocks took tens of seconds.
+    assert!(start.elapsed() < Duration::from_secs(3), "took {:?}", start.elapsed());
+}
