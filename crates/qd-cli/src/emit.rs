@@ -218,7 +218,20 @@ mod tests {
         assert_eq!(ok("msl"), EmitTarget::Msl);
         assert_eq!(ok("amdgpu:gfx942"), EmitTarget::Amdgpu { chip: "gfx942".into() });
         assert_eq!(ok("amdgpu:gfx90a").extension(), "ll");
-        for bad in ["", "llvm", "ptx:90", "ptx:sm_", "ptx:sm_10", "ptx:sm_100f", "ptx:sm_99999999999", "spirv:sg3", "spirv:32", "amdgpu", "amdgpu:942", "ir:x"] {
+        for bad in [
+            "",
+            "llvm",
+            "ptx:90",
+            "ptx:sm_",
+            "ptx:sm_10",
+            "ptx:sm_100f",
+            "ptx:sm_99999999999",
+            "spirv:sg3",
+            "spirv:32",
+            "amdgpu",
+            "amdgpu:942",
+            "ir:x",
+        ] {
             assert!(bad.parse::<EmitTarget>().is_err(), "{bad} should not parse");
         }
     }

@@ -449,3 +449,33 @@ fn sixteen_thousand_dead_instructions_compile_in_linear_time() {
     // Generous for debug builds on a busy machine; the quadratic pass took seconds.
     assert!(took < std::time::Duration::from_secs(2), "compiling 16 000 dead adds took {took:?}");
 }
+
+#[test]
+fn deep_nesting_is_a_trace_error_not_a_stack_overflow() {
+    fn nest(t: Val<i32>, a: Array<i32>, n: u32) {
+        if n == 0 {
+            a.set(t, t);
+        } else {
+            if_(t.lt(1000), move || nest(t, a, n - 1));
+        }
+    }
+    let k = Kernel::explicit("deep", 32, |k| {
+        let a = k.array::<i32>("a");
+        nest(block::thread_idx(), a, 20_000);
+    });
+    let e = k.trace(&Target::cpu(32)).unwrap_err();
+    assert_eq!((e.op.as_str(), e.loc.file), ("nesting", file!()), "{e}");
+    assert!(e.message.contains(&qd::trace::MAX_NESTING.to_string()), "{e}");
+    // Just under the limit every pass and generator copes on a test thread's stack.
+    let k = Kernel::explicit("deep_ok", 32, |k| {
+        let a = k.array::<i32>("a");
+        nest(block::thread_idx(), a, qd::trace::MAX_NESTING as u32 - 2);
+    });
+    for target in [Target::cpu(32), Target::cuda(90)] {
+        k.trace(&target).unwrap();
+    }
+    let d = Device::cpu();
+    let a = d.zeros::<i32>(32).unwrap();
+    d.launch_grid(&k, 1, &[a.arg()]).unwrap();
+    assert_eq!(a.to_vec().unwrap(), (0..32).collect::<Vec<i32>>());
+}
