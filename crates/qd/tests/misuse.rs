@@ -76,7 +76,7 @@ fn trace_err(k: &Kernel) -> Result<qd::trace::TraceError, String> {
 /// `op` and the user's line (this file) are named.
 fn names(e: &qd::trace::TraceError, op: &str, what: &str) -> Result<(), String> {
     let text = e.to_string();
-    if e.op == op && e.loc.file == file!() && e.kernel.len() > 0 && text.contains(what) && text.contains(&e.kernel) {
+    if e.op == op && e.loc.file == file!() && !e.kernel.is_empty() && text.contains(what) && text.contains(&e.kernel) {
         Ok(())
     } else {
         Err(format!("expected op `{op}` at {} mentioning `{what}`, got: {text}", file!()))
