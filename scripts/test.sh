@@ -189,6 +189,7 @@ done
 stage "conformance cpu:sg64@amdgpu:gfx942" conformance "cpu:sg64@amdgpu:gfx942"
 stage "conformance cpu:sg32@metal" conformance "cpu:sg32@metal"
 stage "conformance vulkan" conformance_vulkan
+stage "vulkan validation layers" bash scripts/test-validation.sh
 stage "tour" "$QD" tour
 
 echo

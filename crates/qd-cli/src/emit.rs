@@ -101,12 +101,12 @@ impl FromStr for EmitTarget {
             ("msl", None) => Ok(EmitTarget::Msl),
             ("ptx", None) => Ok(EmitTarget::Ptx { arch: "sm_90".into() }),
             ("ptx", Some(arch)) => {
-                // sm_XX with an optional feature suffix (sm_90a, sm_100f).
-                let digits = arch.strip_prefix("sm_").map(|s| s.trim_end_matches(['a', 'f'])).unwrap_or("");
-                if digits.len() >= 2 && digits.bytes().all(|b| b.is_ascii_digit()) {
-                    Ok(EmitTarget::Ptx { arch: arch.to_string() })
-                } else {
-                    Err(err("the PTX architecture is sm_XX, e.g. ptx:sm_90"))
+                // Only the `.target`s the PTX backend knows (sm_90a included): an unknown one would
+                // refuse every kernel and write nothing.
+                match arch.strip_prefix("sm_").map(|_| qd::backend::ptx::PtxTarget::parse(arch)) {
+                    Some(Ok(_)) => Ok(EmitTarget::Ptx { arch: arch.to_string() }),
+                    Some(Err(e)) => Err(err(&e.to_string())),
+                    None => Err(err("the PTX architecture is sm_XX, e.g. ptx:sm_90")),
                 }
             }
             ("spirv", None) => Ok(EmitTarget::Spirv { subgroup_size: 32 }),
@@ -218,7 +218,20 @@ mod tests {
         assert_eq!(ok("msl"), EmitTarget::Msl);
         assert_eq!(ok("amdgpu:gfx942"), EmitTarget::Amdgpu { chip: "gfx942".into() });
         assert_eq!(ok("amdgpu:gfx90a").extension(), "ll");
-        for bad in ["", "llvm", "ptx:90", "ptx:sm_", "spirv:sg3", "spirv:32", "amdgpu", "amdgpu:942", "ir:x"] {
+        for bad in [
+            "",
+            "llvm",
+            "ptx:90",
+            "ptx:sm_",
+            "ptx:sm_10",
+            "ptx:sm_100f",
+            "ptx:sm_99999999999",
+            "spirv:sg3",
+            "spirv:32",
+            "amdgpu",
+            "amdgpu:942",
+            "ir:x",
+        ] {
             assert!(bad.parse::<EmitTarget>().is_err(), "{bad} should not parse");
         }
     }

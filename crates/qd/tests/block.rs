@@ -144,6 +144,19 @@ fn block_op_arguments_are_checked_while_tracing() {
     });
     let e = Device::cpu().trace(&bad_rank).unwrap_err().to_string();
     assert!(e.contains("block_dim must equal RADIX_DIGITS"), "{e}");
+    // The digit's bits past the key: blamed on bit_start and the sum, never wrapping (issue 12).
+    for bit_start in [u32::MAX, 30] {
+        let bad_bits = Kernel::explicit("bad_bits", 256, move |k| {
+            let a = k.array::<u32>("a");
+            let bins = block::shared_array::<i32>(256);
+            let excl = block::shared_array::<i32>(256);
+            block::radix_rank_match_atomic_or(a.get(0), 256, 8, bit_start, 4, bins, excl);
+        });
+        let e = bad_bits.trace(&qd::backend::Target::cpu(32)).unwrap_err();
+        assert_eq!(e.loc.file, file!(), "{e}");
+        let m = &e.message;
+        assert!(m.contains(&format!("bit_start {bit_start}")) && m.contains("inside the 32-bit key"), "{e}");
+    }
 }
 
 #[test]

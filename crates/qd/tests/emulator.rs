@@ -275,6 +275,17 @@ fn strict_mode_reports_implementation_defined_values_reaching_memory() {
     let d = device(32);
     d.launch(&k, &[a.arg()]).unwrap();
     assert_eq!(a.to_vec().unwrap()[31], 31);
+    // A broadcast from a lane past the subgroup is implementation-defined the same way.
+    let k = Kernel::range("far_broadcast", 32, |k| {
+        let a = k.array::<i32>("a");
+        let lane = k.scalar::<u32>("lane");
+        k.parallel_for(0, a.len(), |i| a.set(i, subgroup::broadcast(i, lane)));
+    });
+    let d = Device::cpu_with(32, Options { strict: true, ..Options::default() }).unwrap();
+    d.launch(&k, &[a.arg(), Arg::scalar(5u32)]).unwrap();
+    assert_eq!(a.to_vec().unwrap(), vec![5; 32]);
+    let e = d.launch(&k, &[a.arg(), Arg::scalar(40u32)]).unwrap_err();
+    assert!(matches!(emu_kind(e), EmuErrorKind::Poison { .. }));
 }
 
 #[test]
@@ -324,4 +335,31 @@ fn strict_mode_select_takes_poison_only_from_the_chosen_operand() {
     let a = d.array_from(&[1, 2, 3, 4, 5, 6, 7, 8]).unwrap();
     d.launch(&k, &[a.arg()]).unwrap();
     assert_eq!(a.to_vec().unwrap(), vec![0, 1, 2, 3, 4, 5, 6, 7]);
+}
+
+#[test]
+fn oversized_arrays_are_allocation_errors_not_aborts() {
+    let d = device(32);
+    // The byte size overflows usize: a typed error before any allocation.
+    match d.zeros::<u8>(usize::MAX) {
+        Err(QdError::Allocation { message, .. }) => assert!(message.contains("overflows"), "{message}"),
+        other => panic!("expected an allocation error, got {:?}", other.map(|_| ())),
+    }
+    // 512 GiB of emulator cells: over the budget of half the available memory.
+    match d.zeros::<f64>(1 << 36) {
+        Err(QdError::Allocation { message, .. }) => assert!(message.contains("budget"), "{message}"),
+        other => panic!("expected an allocation error, got {:?}", other.map(|_| ())),
+    }
+}
+
+#[test]
+fn the_time_limit_holds_across_many_short_blocks() {
+    // Millions of trivial blocks: the limit is checked between blocks, not only inside one.
+    let k = Kernel::explicit("trivial", 32, |_k| {});
+    let d = Device::cpu_with(32, Options { time_limit: Duration::from_millis(300), ..Options::default() }).unwrap();
+    let start = Instant::now();
+    let e = d.launch_grid(&k, 1 << 26, &[]).unwrap_err();
+    assert!(matches!(emu_kind(e), EmuErrorKind::TimeLimit { .. }));
+    // Generous for a busy machine; unchecked, 2^26 blocks took tens of seconds.
+    assert!(start.elapsed() < Duration::from_secs(3), "took {:?}", start.elapsed());
 }

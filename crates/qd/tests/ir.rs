@@ -331,6 +331,14 @@ fn structural_mistakes_are_trace_errors() {
     assert!(outside.trace(&Target::cpu(32)).unwrap_err().message.contains("outside of a loop"));
     let ret = Kernel::explicit("ret_in_loop", 32, |_k| loop_(return_));
     assert!(ret.trace(&Target::cpu(32)).unwrap_err().message.contains("early return"));
+    // In a range body `return_` would also skip the thread's later grid-stride passes (D2).
+    let ret = Kernel::range("ret_in_range", 32, |k| {
+        let a = k.array::<i32>("a");
+        k.parallel_for(0, a.len(), |i| if_(i.eq(3), return_));
+    });
+    let e = ret.trace(&Target::cpu(32)).unwrap_err();
+    assert_eq!((e.op.as_str(), e.loc.file), ("return_", file!()), "{e}");
+    assert!(e.message.contains("inside parallel_for"), "{e}");
     let no_range = Kernel::range("no_range", 32, |k| {
         k.array::<i32>("a");
     });
@@ -516,4 +524,49 @@ fn edit_first(b: &mut qd::ir::Block, f: &mut dyn FnMut(&mut InstKind) -> bool) -
         }
     }
     false
+#[test]
+fn sixteen_thousand_dead_instructions_compile_in_linear_time() {
+    // A dead chain of adds: removing it round by round was quadratic (10 s for 16 000, issue 12).
+    let k = Kernel::explicit("dead_chain", 32, |k| {
+        let a = k.array::<i32>("a");
+        let t = block::thread_idx();
+        let _dead = (0..16_000).fold(a.get(t), |x, _| x + 1);
+        a.set(t, t);
+    });
+    let start = std::time::Instant::now();
+    let d = Device::cpu();
+    d.compile(&k).unwrap();
+    let took = start.elapsed();
+    // Generous for debug builds on a busy machine; the quadratic pass took seconds.
+    assert!(took < std::time::Duration::from_secs(2), "compiling 16 000 dead adds took {took:?}");
+}
+
+#[test]
+fn deep_nesting_is_a_trace_error_not_a_stack_overflow() {
+    fn nest(t: Val<i32>, a: Array<i32>, n: u32) {
+        if n == 0 {
+            a.set(t, t);
+        } else {
+            if_(t.lt(1000), move || nest(t, a, n - 1));
+        }
+    }
+    let k = Kernel::explicit("deep", 32, |k| {
+        let a = k.array::<i32>("a");
+        nest(block::thread_idx(), a, 20_000);
+    });
+    let e = k.trace(&Target::cpu(32)).unwrap_err();
+    assert_eq!((e.op.as_str(), e.loc.file), ("nesting", file!()), "{e}");
+    assert!(e.message.contains(&qd::trace::MAX_NESTING.to_string()), "{e}");
+    // Just under the limit every pass and generator copes on a test thread's stack.
+    let k = Kernel::explicit("deep_ok", 32, |k| {
+        let a = k.array::<i32>("a");
+        nest(block::thread_idx(), a, qd::trace::MAX_NESTING as u32 - 2);
+    });
+    for target in [Target::cpu(32), Target::cuda(90)] {
+        k.trace(&target).unwrap();
+    }
+    let d = Device::cpu();
+    let a = d.zeros::<i32>(32).unwrap();
+    d.launch_grid(&k, 1, &[a.arg()]).unwrap();
+    assert_eq!(a.to_vec().unwrap(), (0..32).collect::<Vec<i32>>());
 }

@@ -11,6 +11,7 @@ pub mod examples;
 pub mod flags;
 pub mod grid;
 pub mod nv;
+pub mod ranges;
 pub mod rng;
 pub mod shaped;
 pub mod subgroup;
@@ -129,6 +130,7 @@ pub fn all_cases() -> Vec<Case> {
     block_algos::register(&mut cases);
     nv::register(&mut cases);
     grid::register(&mut cases);
+    ranges::register(&mut cases);
     cases
 }
 

@@ -539,7 +539,11 @@ pub enum InstKind {
     Continue,
     /// The calling thread stops.
     Return,
-    /// The one parallel loop of a range kernel (D1): `index` runs over `begin..end` grid-stride.
+    /// The one parallel loop of a range kernel (D1): `index` takes every value of `begin..end`
+    /// (signed i32; empty when `begin >= end`) exactly once, grid-stride. The index never wraps:
+    /// backends count in 64 bits, or stop before a step would pass `end`, so ranges ending near
+    /// `i32::MAX` are exact. `Return` is not allowed in the body (it would also skip the thread's
+    /// later iterations, D2).
     GridStride { begin: ValueId, end: ValueId, index: ValueId, body: Block },
 }
 

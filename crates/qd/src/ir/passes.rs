@@ -7,7 +7,7 @@
 use super::eval;
 use super::inst::*;
 use super::types::{Const as ConstValue, DType};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// Runs every pass to a fixpoint.
 pub fn optimize(k: &mut Kernel) {
@@ -207,33 +207,42 @@ fn cse_block(
     }
 }
 
-/// Removes pure instructions whose results nobody reads.
+/// Removes pure instructions whose results nobody reads, in time linear in the kernel: values read
+/// by instructions that stay (and scalar parameters) are live, liveness flows from a pure
+/// instruction's results to its operands, and pure instructions with no live result go. (Removing
+/// unread instructions round by round would take one round per link of a dead chain.)
 pub fn dce(k: &mut Kernel) {
-    loop {
-        let mut used: HashSet<ValueId> = HashSet::new();
-        k.body.walk(&mut |i| used.extend(i.kind.uses()));
-        for p in &k.params {
-            if let Param::Scalar { value, .. } = p {
-                used.insert(*value);
+    // The operands of the pure instruction defining each value.
+    let mut operands: Vec<Option<Vec<ValueId>>> = vec![None; k.values.len()];
+    let mut work: Vec<ValueId> = Vec::new();
+    k.body.walk(&mut |i| {
+        if is_pure(&i.kind) {
+            for d in i.kind.defs() {
+                operands[d.0 as usize] = Some(i.kind.uses());
             }
+        } else {
+            work.extend(i.kind.uses());
         }
-        let mut removed = false;
-        dce_block(&mut k.body, &used, &mut removed);
-        if !removed {
-            break;
+    });
+    for p in &k.params {
+        if let Param::Scalar { value, .. } = p {
+            work.push(*value);
         }
     }
+    let mut live = vec![false; k.values.len()];
+    while let Some(v) = work.pop() {
+        if !std::mem::replace(&mut live[v.0 as usize], true) {
+            work.extend(operands[v.0 as usize].take().unwrap_or_default());
+        }
+    }
+    dce_block(&mut k.body, &live);
 }
 
-fn dce_block(b: &mut Block, used: &HashSet<ValueId>, removed: &mut bool) {
-    b.insts.retain(|i| {
-        let dead = is_pure(&i.kind) && i.kind.defs().iter().all(|d| !used.contains(d));
-        *removed |= dead;
-        !dead
-    });
+fn dce_block(b: &mut Block, live: &[bool]) {
+    b.insts.retain(|i| !is_pure(&i.kind) || i.kind.defs().iter().any(|d| live[d.0 as usize]));
     for inst in &mut b.insts {
         for nested in blocks_mut(&mut inst.kind) {
-            dce_block(nested, used, removed);
+            dce_block(nested, live);
         }
     }
 }

@@ -35,6 +35,7 @@ pub fn verify(k: &Kernel, opts: VerifyOptions) -> Result<(), VerifyError> {
         defined: vec![false; k.values.len()],
         left_scope: vec![false; k.values.len()],
         loop_depth: 0,
+        in_range: false,
         grid_strides: 0,
     };
     for p in &k.params {
@@ -61,6 +62,8 @@ struct Verifier<'k> {
     /// Values whose defining block has ended (for a clearer message).
     left_scope: Vec<bool>,
     loop_depth: usize,
+    /// Inside the `GridStride` body, where `Return` would skip later iterations (D2).
+    in_range: bool,
     grid_strides: usize,
 }
 
@@ -119,7 +122,9 @@ impl Verifier<'_> {
                         );
                     }
                     self.grid_strides += 1;
+                    self.in_range = true;
                     self.block(body, false)?;
+                    self.in_range = false;
                     // The index lives in the loop only.
                     if let InstKind::GridStride { index, .. } = &inst.kind {
                         self.defined[index.0 as usize] = false;
@@ -131,6 +136,11 @@ impl Verifier<'_> {
                 }
                 InstKind::Return if self.loop_depth > 0 => {
                     return Err(self.err(inst, "an early return inside a loop is not supported (D2)".into()));
+                }
+                InstKind::Return if self.in_range => {
+                    return Err(
+                        self.err(inst, "an early return inside the parallel range loop is not supported (D2)".into())
+                    );
                 }
                 _ => {}
             }

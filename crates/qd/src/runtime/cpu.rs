@@ -105,6 +105,13 @@ impl Runtime for CpuRuntime {
     }
 
     fn alloc(&self, dtype: DType, len: usize, init: Option<&[u64]>) -> Result<Arc<dyn RuntimeArray>> {
+        let err = |message: String| Error::Allocation { dtype, len, message };
+        let bytes = cpu::memory::buffer_bytes(len).ok_or_else(|| err("the size in bytes overflows".into()))?;
+        if let Some(budget) = cpu::memory::memory_budget().filter(|b| bytes > *b) {
+            return Err(err(format!(
+                "the emulator needs {bytes} bytes (8 per element), over its budget of {budget} bytes (half the available memory)"
+            )));
+        }
         let buf = match init {
             Some(bits) => Buffer::from_bits(dtype, bits),
             None => Buffer::zeroed(dtype, len),

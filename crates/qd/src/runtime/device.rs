@@ -331,6 +331,11 @@ impl Device {
 
     /// A new zero-filled device array.
     pub fn zeros<T: Scalar>(&self, len: usize) -> Result<DeviceArray<T>> {
+        // Checked here for every backend: the byte size must be a number before a driver sees it.
+        if len.checked_mul(T::DTYPE.size_bytes()).is_none() {
+            let message = "the size in bytes overflows".into();
+            return Err(Error::Allocation { dtype: T::DTYPE, len, message });
+        }
         Ok(DeviceArray::from_storage(self.inner.runtime.alloc(T::DTYPE, len, None)?))
     }
 

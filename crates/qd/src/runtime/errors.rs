@@ -33,6 +33,17 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// An array the device cannot hold: its size overflows, or exceeds the device's memory (on the
+    /// emulator, its memory budget: [`crate::backend::cpu::memory::memory_budget`]).
+    #[error("cannot allocate an array of {len} {dtype} elements: {message}")]
+    Allocation {
+        /// Element type.
+        dtype: crate::ir::DType,
+        /// Requested element count.
+        len: usize,
+        /// Why.
+        message: String,
+    },
     /// The backend cannot be used on this machine.
     #[error("backend `{backend}` is not available: {reason}")]
     Unavailable {

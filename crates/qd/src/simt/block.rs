@@ -386,10 +386,17 @@ pub fn radix_rank_match_atomic_or(
         trace_error(NAME, format!("{NAME}: block_dim must equal RADIX_DIGITS (1 << radix_bits), got {block_dim} and radix_bits {radix_bits}"));
         return Val::constant(0);
     }
-    if num_bits > radix_bits || bit_start + num_bits > 32 {
+    if num_bits > radix_bits {
+        trace_error(NAME, format!("{NAME}: num_bits {num_bits} must be <= radix_bits {radix_bits}"));
+        return Val::constant(0);
+    }
+    // Checked: `bit_start` may be anything a caller computed (u32::MAX would wrap the sum).
+    if bit_start.checked_add(num_bits).is_none_or(|end| end > 32) {
         trace_error(
             NAME,
-            format!("{NAME}: num_bits {num_bits} must be <= radix_bits {radix_bits} and the digit inside 32 bits"),
+            format!(
+                "{NAME}: the digit bits bit_start {bit_start} .. bit_start + num_bits {num_bits} must lie inside the 32-bit key"
+            ),
         );
         return Val::constant(0);
     }

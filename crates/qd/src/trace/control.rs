@@ -27,11 +27,13 @@ pub fn if_(cond: impl IntoVal<bool>, then: impl FnOnce()) {
 pub fn if_else(cond: impl IntoVal<bool>, then: impl FnOnce(), otherwise: impl FnOnce()) {
     let loc = current_loc();
     let cond = cond.into_val().id();
-    push_block_at(loc);
-    then();
+    if push_block_at(loc) {
+        then();
+    }
     let then_block = pop_block();
-    push_block_at(loc);
-    otherwise();
+    if push_block_at(loc) {
+        otherwise();
+    }
     let else_block = pop_block();
     emit_at(InstKind::If { cond, then_block, else_block }, loc);
 }
@@ -41,8 +43,9 @@ pub fn if_else(cond: impl IntoVal<bool>, then: impl FnOnce(), otherwise: impl Fn
 pub fn loop_(body: impl FnOnce()) {
     let loc = current_loc();
     with(|s| s.loop_depth += 1);
-    push_block_at(loc);
-    body();
+    if push_block_at(loc) {
+        body();
+    }
     let body = pop_block();
     with(|s| s.loop_depth -= 1);
     emit_at(InstKind::Loop { body }, loc);
@@ -99,9 +102,15 @@ fn jump(kind: InstKind, name: &str) {
 #[track_caller]
 pub fn return_() {
     let loc = current_loc();
-    let in_loop = with(|s| s.loop_depth > 0);
+    let (in_loop, in_range) = with(|s| (s.loop_depth > 0, s.in_range));
     if in_loop {
         with(|s| s.fail("return_", loc, "an early return inside a loop is not supported (D2); break out first".into()));
+        return;
+    }
+    if in_range {
+        let why = "return_ inside parallel_for would also skip the thread's later grid-stride iterations (D2); \
+                   put the rest of the body under if_ instead";
+        with(|s| s.fail("return_", loc, why.into()));
         return;
     }
     emit_at(InstKind::Return, loc);

@@ -142,6 +142,7 @@ impl Kernel {
             target: target.clone(),
             generation: next_generation(),
             loop_depth: 0,
+            in_range: false,
             op_scope: Vec::new(),
             control_loc: Vec::new(),
         };
@@ -245,7 +246,9 @@ impl KernelBuilder {
         });
         let Some(index) = ok else { return };
         push_block_at(loc);
+        with(|s| s.in_range = true);
         body(Val::from_id(index));
+        with(|s| s.in_range = false);
         let body = pop_block();
         emit_at(InstKind::GridStride { begin, end, index, body }, loc);
     }
@@ -273,6 +276,8 @@ pub(crate) struct State {
     pub(crate) target: Target,
     pub(crate) generation: u32,
     pub(crate) loop_depth: usize,
+    /// Inside the `parallel_for` body, where `return_` is rejected (D2).
+    pub(crate) in_range: bool,
     /// Library operations in progress: the outermost one names the op and the user's line.
     op_scope: Vec<(&'static str, SrcLoc)>,
     /// Lines of the enclosing control-flow calls, used when an op is passed as a function value
@@ -425,11 +430,25 @@ pub(crate) fn emit(kind: InstKind) {
 }
 
 /// Opens a nested block for a control-flow call written at `loc`.
-pub(crate) fn push_block_at(loc: SrcLoc) {
+/// The deepest nesting of control-flow blocks (`if_`, `loop_`, `parallel_for` bodies...) a kernel
+/// may have. Deeper is a trace error: every pass over the IR (verification, optimization, the
+/// emulator's lowering, the code generators) recurses once per level, and a limit far above what
+/// kernels use keeps them within any thread's stack.
+pub const MAX_NESTING: usize = 256;
+
+/// Opens a nested block; false (with a trace error) past [`MAX_NESTING`], when the caller skips
+/// tracing the block's body, so runaway recursion in kernel code ends too.
+pub(crate) fn push_block_at(loc: SrcLoc) -> bool {
     with(|s| {
         s.blocks.push(Block::default());
         s.control_loc.push(loc);
-    });
+        let ok = s.blocks.len() <= MAX_NESTING;
+        if !ok {
+            let message = format!("control flow nested deeper than {MAX_NESTING} levels (qd::trace::MAX_NESTING)");
+            s.fail("nesting", loc, message);
+        }
+        ok
+    })
 }
 
 pub(crate) fn pop_block() -> Block {

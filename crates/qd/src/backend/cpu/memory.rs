@@ -4,6 +4,22 @@
 use crate::ir::DType;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// The most bytes of emulator memory one array may take: half of the memory the kernel reports as
+/// available (`MemAvailable` in `/proc/meminfo`) when the request is made, so an oversized array is
+/// a typed error instead of a visit from the OOM killer (reserving alone does not prevent one:
+/// pages are committed only when zeroed). `None` where the figure cannot be read.
+pub fn memory_budget() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib.saturating_mul(1024) / 2)
+}
+
+/// Bytes of emulator memory `len` elements take (one 8-byte cell each); `None` on overflow.
+pub fn buffer_bytes(len: usize) -> Option<u64> {
+    (len as u64).checked_mul(std::mem::size_of::<AtomicU64>() as u64)
+}
+
 /// A typed array in emulator memory.
 #[derive(Debug)]
 pub struct Buffer {

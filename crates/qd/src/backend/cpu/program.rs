@@ -26,12 +26,13 @@ pub enum Step {
     Continue,
     /// The thread ends.
     Return,
-    /// Grid-stride loop start: `index = begin + global_thread_idx`.
-    GridInit { begin: ValueId, index: ValueId },
+    /// Grid-stride loop start: `index = min(begin + global_thread_idx, end)`, summed in 64 bits.
+    GridInit { begin: ValueId, end: ValueId, index: ValueId },
     /// Lanes with `index >= end` leave the enclosing (grid-stride) loop.
     GridCheck { end: ValueId, index: ValueId },
-    /// `index += block_dim * grid_dim`.
-    GridStep { index: ValueId },
+    /// `index = min(index + block_dim * grid_dim, end)`, summed in 64 bits: the clamp keeps the
+    /// 32-bit index from wrapping past `i32::MAX` back into the range.
+    GridStep { end: ValueId, index: ValueId },
     /// End of the kernel.
     End,
 }
@@ -101,11 +102,11 @@ fn lower_block(p: &mut Program, insts: &[crate::ir::Inst]) -> Result<(), TraceEr
                 p.steps[begin] = Step::LoopBegin { exit_pc };
             }
             InstKind::GridStride { begin, end, index, body } => {
-                p.push(Step::GridInit { begin: *begin, index: *index }, loc);
+                p.push(Step::GridInit { begin: *begin, end: *end, index: *index }, loc);
                 let lb = p.push(Step::LoopBegin { exit_pc: 0 }, loc);
                 p.push(Step::GridCheck { end: *end, index: *index }, loc);
                 lower_block(p, &body.insts)?;
-                p.push(Step::GridStep { index: *index }, loc);
+                p.push(Step::GridStep { end: *end, index: *index }, loc);
                 p.push(Step::LoopEnd { begin_pc: lb }, loc);
                 let exit_pc = p.steps.len();
                 p.steps[lb] = Step::LoopBegin { exit_pc };

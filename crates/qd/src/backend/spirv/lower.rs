@@ -736,22 +736,27 @@ impl Lower<'_> {
             }
             Return => self.term(Op::Return, vec![]),
             GridStride { begin, end, index, body } => {
-                // index = begin + global id; while index < end (signed): body; index += block_dim * grid.
+                // Counted in 32 bits without wrapping: `n` iterations (`end - begin` when positive,
+                // exact as u32), the offset `k` starts at the global id and steps by the grid's
+                // thread count, stopping at `n` instead of stepping past it; `index = begin + k`.
                 let u32t = self.m.ty(Ty::U32);
                 let var = self.fn_var(u32t);
+                let (b, e) = (self.v(*begin), self.v(*end));
+                let zero = self.c32(0);
+                let nonempty = self.op_t(Op::SLessThan, Ty::Bool, &[b, e]);
+                let span = self.op_t(Op::ISub, Ty::U32, &[e, b]);
+                let n = self.op_t(Op::Select, Ty::U32, &[nonempty, span, zero]);
                 let gid = self.builtin(BuiltIn::GlobalInvocationId);
-                let b = self.v(*begin);
-                let i0 = self.op_t(Op::IAdd, Ty::U32, &[b, gid]);
-                self.store(var, i0);
+                self.store(var, gid);
                 let (header, body_l, cont, merge) = (self.m.id(), self.m.id(), self.m.id(), self.m.id());
                 self.branch(header);
                 self.begin(header);
-                let i = self.load(Ty::U32, var);
-                let e = self.v(*end);
-                let more = self.op_t(Op::SLessThan, Ty::Bool, &[i, e]);
+                let k = self.load(Ty::U32, var);
+                let more = self.op_t(Op::ULessThan, Ty::Bool, &[k, n]);
                 self.loop_merge(merge, cont);
                 self.branch_cond(more, body_l, merge);
                 self.begin(body_l);
+                let i = self.op_t(Op::IAdd, Ty::U32, &[b, k]);
                 self.set(*index, i);
                 self.loops.push(LoopCtx { merge, cont, merge_reached: true, cont_reached: false });
                 self.block(&body.insts)?;
@@ -763,8 +768,11 @@ impl Lower<'_> {
                 let groups = self.builtin(BuiltIn::NumWorkgroups);
                 let bd = self.c32(self.k.block_dim);
                 let stride = self.op_t(Op::IMul, Ty::U32, &[groups, bd]);
-                let i = self.load(Ty::U32, var);
-                let next = self.op_t(Op::IAdd, Ty::U32, &[i, stride]);
+                let k = self.load(Ty::U32, var);
+                let left = self.op_t(Op::ISub, Ty::U32, &[n, k]);
+                let room = self.op_t(Op::UGreaterThan, Ty::Bool, &[left, stride]);
+                let stepped = self.op_t(Op::IAdd, Ty::U32, &[k, stride]);
+                let next = self.op_t(Op::Select, Ty::U32, &[room, stepped, n]);
                 self.store(var, next);
                 self.branch(header);
                 self.begin(merge);

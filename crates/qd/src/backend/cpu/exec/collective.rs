@@ -168,16 +168,27 @@ impl<'a, 'b> BlockExec<'a, 'b> {
                 sg.poison[dst.0 as usize] = poison;
             }
             Broadcast { dst, value, lane } => {
+                let vp = sg.poison[value.0 as usize];
+                let mut poison = 0u64;
                 let out: Vec<u64> = (0..w)
                     .map(|l| {
                         let src = read(sg, *lane, l) as u32 as usize;
-                        read(sg, *value, if src < w { src } else { l })
+                        if src < w {
+                            poison |= ((vp >> src) & 1) << l;
+                            read(sg, *value, src)
+                        } else {
+                            // Out of range: implementation-defined like a shuffle's source (D8).
+                            if strict {
+                                poison |= 1 << l;
+                            }
+                            read(sg, *value, l)
+                        }
                     })
                     .collect();
                 for (l, v) in out.into_iter().enumerate() {
                     sg.regs[dst.0 as usize * w + l] = v;
                 }
-                sg.poison[dst.0 as usize] = 0;
+                sg.poison[dst.0 as usize] = poison;
             }
             Ballot { dst, pred } => {
                 let mut m = 0u64;

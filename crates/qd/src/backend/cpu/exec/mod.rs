@@ -144,7 +144,15 @@ fn worker(sh: &Shared) {
         if b >= sh.geo.grid {
             return;
         }
-        if let Err(e) = BlockExec::new(sh, b).run(&mut watch) {
+        // Checked between blocks too: inside a block it is checked every few scheduling steps, which
+        // a grid of millions of short blocks would never reach.
+        let run = if sh.start.elapsed() > sh.opts.time_limit {
+            let kind = EmuErrorKind::TimeLimit { seconds: sh.opts.time_limit.as_secs_f64() };
+            Err(EmuError { kernel: sh.prog.kernel.name.clone(), loc: None, kind })
+        } else {
+            BlockExec::new(sh, b).run(&mut watch)
+        };
+        if let Err(e) = run {
             let mut slot = sh.error.lock().unwrap_or_else(|p| p.into_inner());
             if slot.is_none() {
                 *slot = Some(e);

@@ -186,15 +186,15 @@ impl<'a, 'b> BlockExec<'a, 'b> {
                     }
                     return Ok(Event::Gone);
                 }
-                Step::GridInit { begin, index } => {
+                Step::GridInit { begin, end, index } => {
                     let w = self.width;
-                    let bd = self.sh.geo.block_dim as u64;
+                    let bd = self.sh.geo.block_dim as i64;
                     let sg = &mut self.sgs[path.sg];
                     for l in lanes(path.mask) {
-                        let tid = (path.sg * w + l) as u64;
-                        let gid = self.block as u64 * bd + tid;
-                        let b = sg.regs[begin.0 as usize * w + l];
-                        sg.regs[index.0 as usize * w + l] = (b as u32).wrapping_add(gid as u32) as u64;
+                        let gid = self.block as i64 * bd + (path.sg * w + l) as i64;
+                        let b = sg.regs[begin.0 as usize * w + l] as u32 as i32 as i64;
+                        let e = sg.regs[end.0 as usize * w + l] as u32 as i32 as i64;
+                        sg.regs[index.0 as usize * w + l] = clamp_index(b + gid, e);
                     }
                     path.pc += 1;
                 }
@@ -218,17 +218,24 @@ impl<'a, 'b> BlockExec<'a, 'b> {
                     }
                     path.pc += 1;
                 }
-                Step::GridStep { index } => {
+                Step::GridStep { end, index } => {
                     let w = self.width;
-                    let stride = self.sh.geo.block_dim.wrapping_mul(self.sh.geo.grid);
+                    let stride = self.sh.geo.block_dim as i64 * self.sh.geo.grid as i64;
                     let sg = &mut self.sgs[path.sg];
                     for l in lanes(path.mask) {
-                        let r = &mut sg.regs[index.0 as usize * w + l];
-                        *r = (*r as u32).wrapping_add(stride) as u64;
+                        let i = sg.regs[index.0 as usize * w + l] as u32 as i32 as i64;
+                        let e = sg.regs[end.0 as usize * w + l] as u32 as i32 as i64;
+                        sg.regs[index.0 as usize * w + l] = clamp_index(i + stride, e);
                     }
                     path.pc += 1;
                 }
             }
         }
     }
+}
+
+/// The register bits of a grid-stride index `i` (summed in 64 bits) clamped to `end`: any `i` at or
+/// past `end` fails the loop check, and the clamp keeps it an exact `i32` that never wraps.
+fn clamp_index(i: i64, end: i64) -> u64 {
+    i.min(end) as i32 as u32 as u64
 }

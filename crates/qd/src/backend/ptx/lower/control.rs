@@ -76,23 +76,30 @@ impl Lower<'_> {
         {
             self.print(inst, |p| p.sreg_read(r, sreg))?;
         }
-        self.line(format!("mad.lo.s32 {i}, {ctaid}, {ntid}, {tid};"));
-        self.line(format!("add.s32 {i}, {i}, {b};"));
-        let stride = self.fresh(Class::B32);
-        self.line(format!("mul.lo.s32 {stride}, {ntid}, {nctaid};"));
+        // The index runs in 64 bits, so an `end` near i32::MAX cannot wrap it back into the range;
+        // the body sees it narrowed, where it is always below `end`.
+        let [wide, wend, wgid, stride] = [(); 4].map(|_| self.fresh(Class::B64));
+        let gid = self.fresh(Class::B32);
+        self.line(format!("mad.lo.u32 {gid}, {ctaid}, {ntid}, {tid};"));
+        self.line(format!("cvt.s64.s32 {wide}, {b};"));
+        self.line(format!("cvt.s64.s32 {wend}, {e};"));
+        self.line(format!("cvt.u64.u32 {wgid}, {gid};"));
+        self.line(format!("add.s64 {wide}, {wide}, {wgid};"));
+        self.line(format!("mul.wide.u32 {stride}, {ntid}, {nctaid};"));
         let head = self.label("grid");
         let exit = self.label("grid_exit");
         let _ = writeln!(self.body, "{head}:");
         let p = self.fresh(Class::Pred);
-        self.line(format!("setp.ge.s32 {p}, {i}, {e};"));
+        self.line(format!("setp.ge.s64 {p}, {wide}, {wend};"));
         self.line(format!("@{p} bra {exit};"));
+        self.line(format!("cvt.u32.u64 {i}, {wide};"));
         // `continue` inside the body goes to the stride step.
         let step = self.label("grid_step");
         self.loops.push((step.clone(), exit.clone()));
         self.block(&body.insts)?;
         self.loops.pop();
         let _ = writeln!(self.body, "{step}:");
-        self.line(format!("add.s32 {i}, {i}, {stride};"));
+        self.line(format!("add.s64 {wide}, {wide}, {stride};"));
         self.line(format!("bra {head};"));
         let _ = writeln!(self.body, "{exit}:");
         Ok(())

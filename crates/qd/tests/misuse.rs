@@ -1,0 +1,173 @@
+//! The misuse catalogue (issue 12): each case is a mistake a new user makes, run in a child process
+//! with a timeout, so a panic, an abort or a hang fails its case instead of the whole run. A case
+//! passes when the mistake comes back as the expected typed error, naming what was wrong, the op,
+//! the kernel and the user's line where there is one.
+
+use qd::backend::cpu::{EmuErrorKind, Options};
+use qd::backend::Target;
+use qd::prelude::*;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Each case: its name and a check returning what was wrong with the outcome.
+type Check = fn() -> Result<(), String>;
+
+const CASES: &[(&str, Check)] = &[
+    ("range_near_i32_max_counts_exactly", range_near_i32_max),
+    ("return_inside_parallel_for", return_in_range),
+    ("radix_bit_start_overflow", radix_bit_start),
+    ("zeros_usize_max", zeros_usize_max),
+    ("zeros_over_memory_budget", zeros_over_budget),
+    ("twenty_thousand_nested_ifs", deep_nesting),
+    ("time_limit_over_many_blocks", time_limit_many_blocks),
+    ("strict_broadcast_out_of_range", strict_broadcast),
+];
+
+/// The child side: runs the case named by `QD_MISUSE_CASE` (ignored in a normal run).
+#[test]
+fn misuse_child() {
+    let Ok(name) = std::env::var("QD_MISUSE_CASE") else { return };
+    let (_, check) = CASES.iter().find(|(n, _)| *n == name).expect("a known case");
+    match check() {
+        Ok(()) => println!("QD_MISUSE_OK"),
+        Err(e) => println!("QD_MISUSE_FAIL: {e}"),
+    }
+}
+
+#[test]
+fn every_misuse_is_a_typed_error_in_a_child_process() {
+    let exe = std::env::current_exe().unwrap();
+    let mut failures = Vec::new();
+    for (name, _) in CASES {
+        let mut child = Command::new(&exe)
+            .args(["--exact", "misuse_child", "--nocapture", "--test-threads=1"])
+            .env("QD_MISUSE_CASE", name)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break Some(s);
+            }
+            if start.elapsed() > Duration::from_secs(30) {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let out = child.wait_with_output().map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default();
+        match status {
+            None => failures.push(format!("{name}: hung (killed after 30 s)")),
+            Some(s) if !s.success() => failures.push(format!("{name}: child died ({s}): {out}")),
+            Some(_) if !out.contains("QD_MISUSE_OK") => failures.push(format!("{name}: {out}")),
+            Some(_) => {}
+        }
+    }
+    assert!(failures.is_empty(), "misuse cases failed:\n{}", failures.join("\n"));
+}
+
+fn trace_err(k: &Kernel) -> Result<qd::trace::TraceError, String> {
+    k.trace(&Target::cpu(32)).err().ok_or_else(|| "traced without an error".to_string())
+}
+
+/// `op` and the user's line (this file) are named.
+fn names(e: &qd::trace::TraceError, op: &str, what: &str) -> Result<(), String> {
+    let text = e.to_string();
+    if e.op == op && e.loc.file == file!() && !e.kernel.is_empty() && text.contains(what) && text.contains(&e.kernel) {
+        Ok(())
+    } else {
+        Err(format!("expected op `{op}` at {} mentioning `{what}`, got: {text}", file!()))
+    }
+}
+
+fn range_near_i32_max() -> Result<(), String> {
+    let k = Kernel::range("near_max", 32, |k| {
+        let c = k.array::<u32>("c");
+        k.parallel_for(i32::MAX - 10, i32::MAX, |_| {
+            atomic_add(c.at(0), 1u32);
+        });
+    });
+    let d = Device::cpu();
+    let c = d.zeros::<u32>(1).map_err(|e| e.to_string())?;
+    d.launch(&k, &[c.arg()]).map_err(|e| e.to_string())?;
+    match c.to_vec().map_err(|e| e.to_string())?[0] {
+        10 => Ok(()),
+        n => Err(format!("counted {n} iterations, expected 10")),
+    }
+}
+
+fn return_in_range() -> Result<(), String> {
+    let k = Kernel::range("ret_range", 32, |k| {
+        let a = k.array::<i32>("a");
+        k.parallel_for(0, a.len(), |i| if_(i.eq(3), return_));
+    });
+    names(&trace_err(&k)?, "return_", "parallel_for")
+}
+
+fn radix_bit_start() -> Result<(), String> {
+    let k = Kernel::explicit("radix", 256, |k| {
+        let a = k.array::<u32>("a");
+        let bins = block::shared_array::<i32>(256);
+        let excl = block::shared_array::<i32>(256);
+        block::radix_rank_match_atomic_or(a.get(0), 256, 8, u32::MAX, 4, bins, excl);
+    });
+    names(&trace_err(&k)?, "block.radix_rank_match_atomic_or", "bit_start 4294967295")
+}
+
+fn zeros_usize_max() -> Result<(), String> {
+    match Device::cpu().zeros::<u8>(usize::MAX) {
+        Err(QdError::Allocation { message, .. }) if message.contains("overflows") => Ok(()),
+        other => Err(format!("expected an allocation error, got {:?}", other.map(|_| ()))),
+    }
+}
+
+fn zeros_over_budget() -> Result<(), String> {
+    match Device::cpu().zeros::<f64>(1 << 36) {
+        Err(QdError::Allocation { message, .. }) if message.contains("budget") => Ok(()),
+        other => Err(format!("expected an allocation error, got {:?}", other.map(|_| ()))),
+    }
+}
+
+fn deep_nesting() -> Result<(), String> {
+    fn nest(t: Val<i32>, n: u32) {
+        if n > 0 {
+            if_(t.lt(5), move || nest(t, n - 1));
+        }
+    }
+    let k = Kernel::explicit("deep", 32, |_k| nest(block::thread_idx(), 20_000));
+    names(&trace_err(&k)?, "nesting", "nested deeper")
+}
+
+fn time_limit_many_blocks() -> Result<(), String> {
+    let k = Kernel::explicit("trivial", 32, |_k| {});
+    let opts = Options { time_limit: Duration::from_millis(300), ..Options::default() };
+    let d = Device::cpu_with(32, opts).map_err(|e| e.to_string())?;
+    let start = Instant::now();
+    match d.launch_grid(&k, 1 << 26, &[]) {
+        Err(QdError::Emulator(e)) if matches!(e.kind, EmuErrorKind::TimeLimit { .. }) => {
+            if start.elapsed() < Duration::from_secs(3) && e.to_string().contains("trivial") {
+                Ok(())
+            } else {
+                Err(format!("took {:?}: {e}", start.elapsed()))
+            }
+        }
+        other => Err(format!("expected a time-limit error, got {:?}", other.map(|_| ()))),
+    }
+}
+
+fn strict_broadcast() -> Result<(), String> {
+    let k = Kernel::range("far_broadcast", 32, |k| {
+        let a = k.array::<i32>("a");
+        let lane = k.scalar::<u32>("lane");
+        k.parallel_for(0, a.len(), |i| a.set(i, subgroup::broadcast(i, lane)));
+    });
+    let d = Device::cpu_with(32, Options { strict: true, ..Options::default() }).map_err(|e| e.to_string())?;
+    let a = d.zeros::<i32>(32).map_err(|e| e.to_string())?;
+    match d.launch(&k, &[a.arg(), Arg::scalar(40u32)]) {
+        Err(QdError::Emulator(e)) if matches!(e.kind, EmuErrorKind::Poison { .. }) => Ok(()),
+        other => Err(format!("expected a strict-mode poison error, got {:?}", other.map(|_| ()))),
+    }
+}
