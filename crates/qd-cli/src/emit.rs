@@ -1,6 +1,7 @@
 //! `qd emit`: target names (D10) and writing every built-in kernel for a target.
 
 use crate::builtin;
+use qd::backend::amdgpu::Amdgpu;
 use qd::backend::metal::Metal;
 use qd::backend::ptx::Ptx;
 use qd::backend::spirv::{Spirv, SpirvCaps};
@@ -50,7 +51,7 @@ impl EmitTarget {
 
     /// Whether this build can emit the target.
     pub fn is_available(&self) -> bool {
-        matches!(self, EmitTarget::Ir | EmitTarget::Ptx { .. } | EmitTarget::Spirv { .. } | EmitTarget::Msl)
+        true
     }
 }
 
@@ -175,7 +176,7 @@ pub fn emit_kernel(kernel: &Kernel, target: &EmitTarget) -> Result<Vec<u8>, Stri
             Device::cpu().trace(kernel).map(|ir| qd::ir::print_kernel(&ir).into_bytes()).map_err(|e| e.to_string())
         }
         EmitTarget::Msl => msl_of(kernel).map(String::into_bytes),
-        EmitTarget::Amdgpu { .. } => Err(format!("{target} is not available in this build")),
+        EmitTarget::Amdgpu { chip } => amdgpu_of(kernel, chip).map(String::into_bytes),
     }
 }
 
@@ -193,6 +194,13 @@ fn msl_of(kernel: &Kernel) -> Result<String, String> {
     let target = Target::metal();
     let ir = kernel.trace(&target).map_err(|e| e.to_string())?;
     Metal::lower(&ir, &target).map(|m| m.source).map_err(|e| e.to_string())
+}
+
+/// LLVM IR of `kernel` for the AMDGPU `chip` (`gfx942`, `gfx90a`, `gfx1100`, `gfx1201`).
+fn amdgpu_of(kernel: &Kernel, chip: &str) -> Result<String, String> {
+    let target = Target::amdgpu(chip.parse()?);
+    let ir = kernel.trace(&target).map_err(|e| e.to_string())?;
+    Amdgpu::lower(&ir, &target).map(|m| m.text).map_err(|e| e.to_string())
 }
 
 /// PTX text of `kernel` for `arch` (`sm_90`, `sm_90a`, `sm_80`, ...), traced for the CUDA target.
@@ -224,11 +232,12 @@ mod tests {
     }
 
     #[test]
-    fn ir_ptx_spirv_and_msl_are_available() {
+    fn every_target_is_available() {
         assert!(EmitTarget::Ir.is_available());
         assert!(EmitTarget::Ptx { arch: "sm_80".into() }.is_available());
         assert!(EmitTarget::Spirv { subgroup_size: 8 }.is_available());
         assert!(EmitTarget::Msl.is_available());
+        assert!(EmitTarget::Amdgpu { chip: "gfx1100".into() }.is_available());
         assert_eq!(EmitTarget::Spirv { subgroup_size: 8 }.to_string(), "spirv:sg8");
     }
 }

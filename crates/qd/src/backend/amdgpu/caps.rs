@@ -113,3 +113,20 @@ pub(crate) fn support(arch: AmdgpuArch, f: Feature) -> Support {
         }
     }
 }
+
+/// Whether kernels for `arch` carry `"amdgpu-unsafe-fp-atomics"="true"`, which lets LLVM 19 use the
+/// hardware float atomics (f32 add on every listed GFX, f64 add/min/max on CDNA) instead of CAS
+/// loops. Those instructions are not coherent on fine-grained (host-visible) memory; qd only ever
+/// allocates coarse-grained buffers (`hipMalloc`), where they are exact, so every architecture
+/// opts in (docs/decisions.md).
+pub fn unsafe_fp_atomics(arch: AmdgpuArch) -> bool {
+    match arch {
+        AmdgpuArch::Gfx90a | AmdgpuArch::Gfx942 | AmdgpuArch::Gfx1100 | AmdgpuArch::Gfx1201 => true,
+    }
+}
+
+/// RDNA (gfx10 and later): under wave64 `ds_bpermute` reaches only its own 32-lane half, so a
+/// shuffle across halves adds `v_permlane64` (which CDNA does not have, seed 002).
+pub fn bpermute_is_half_wave(arch: AmdgpuArch) -> bool {
+    !arch.is_cdna()
+}
