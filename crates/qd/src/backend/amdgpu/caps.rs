@@ -71,8 +71,8 @@ pub(crate) fn limits(_arch: AmdgpuArch) -> Limits {
 
 /// How `arch` provides `f`: no NVIDIA families and no fused barrier reduction or vote shortcut
 /// (the library composes them, seed 000), broadcast from any lane (`ds_bpermute`), subgroup
-/// fences at workgroup scope (seed 002), native 32/64-bit integer and f32-add atomics, CAS loops
-/// for the rest.
+/// fences at workgroup scope (seed 002), native 32/64-bit integer and f32-add atomics, f64
+/// add/min/max in global memory on CDNA, CAS loops for the rest.
 pub(crate) fn support(arch: AmdgpuArch, f: Feature) -> Support {
     match f {
         Feature::Nv(_) => Support::unsupported("an NVIDIA-only operation (seed 004)"),
@@ -103,6 +103,11 @@ pub(crate) fn support(arch: AmdgpuArch, f: Feature) -> Support {
                 AtomicOp::Exchange => true,
                 AtomicOp::Add if t == DType::F32 => true,
                 AtomicOp::Add if t == DType::F64 => arch.is_cdna() && space == crate::target::MemSpace::Device,
+                // `global_atomic_min/max_f64` (CDNA, with `unsafe_fp_atomics`): past seed 003's
+                // gfx90a row, checked with llc-19 (docs/decisions.md).
+                AtomicOp::Min | AtomicOp::Max if t == DType::F64 => {
+                    arch.is_cdna() && space == crate::target::MemSpace::Device
+                }
                 _ => false,
             };
             if native {
