@@ -1,6 +1,13 @@
 //! Whole kernels as LLVM IR: the module header, the kernel's signature and attributes, LDS and
-//! private arrays, locals (allocas in address space 5) and structured control flow as labelled
-//! basic blocks. Every SSA value is `%v<N>`; constants are printed inline where they are used.
+//! private arrays, and structured control flow as labelled basic blocks. Every SSA value is
+//! `%v<N>`; constants are printed inline where they are used.
+//!
+//! The IR's local variables become SSA values as the printer walks the structured IR: it keeps
+//! each local's current value, joins the two arms of an `if` with phis, and gives every loop a
+//! header with one phi per local (incoming from before the loop and from its latch, where the
+//! `continue`s and the end of the body meet) and an exit joined from its `break`s. llc does not run
+//! mem2reg, and its AMDGPU pipeline moves `alloca`s in loops to LDS or scratch rather than
+//! registers (checked with llc-19), so allocas are kept for per-thread arrays only.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -10,10 +17,14 @@ use super::AmdgpuModule;
 use crate::ir::*;
 use crate::trace::TraceError;
 
-/// Where `break` and `continue` go in the innermost loop.
+/// Where `break` and `continue` go in the innermost loop, and the locals' values on each edge.
 struct LoopLabels {
     next: String,
     exit: String,
+    /// (block, locals) of each branch to `next`.
+    continues: Vec<(String, Vec<String>)>,
+    /// (block, locals) of each branch to `exit`.
+    breaks: Vec<(String, Vec<String>)>,
 }
 
 pub(super) struct Printer<'k> {
@@ -30,6 +41,14 @@ pub(super) struct Printer<'k> {
     tmp: u32,
     labels: u32,
     loops: Vec<LoopLabels>,
+    /// The `break` edges of the loop just printed (for its exit block's join).
+    loops_done: Vec<Vec<(String, Vec<String>)>>,
+    /// The current value (operand text) of each local.
+    locals: Vec<String>,
+    /// The basic block being printed.
+    block_label: String,
+    /// Loop headers whose phis are printed once the latch is known.
+    headers: u32,
 }
 
 /// An identifier from a user's name: letters, digits and `_` kept, the rest `_`.
@@ -49,6 +68,10 @@ pub(super) fn print_kernel(k: &Kernel, arch: AmdgpuArch) -> Result<AmdgpuModule,
         tmp: 0,
         labels: 0,
         loops: Vec::new(),
+        loops_done: Vec::new(),
+        locals: k.locals.iter().map(|l| expr::zero(l.dtype)).collect(),
+        block_label: "entry".into(),
+        headers: 0,
     };
     let entry = format!("qd_{}", ident(&k.name));
     let args = p.arguments();
@@ -103,6 +126,56 @@ impl Printer<'_> {
     fn label(&mut self, label: &str) {
         self.body.push_str(label);
         self.body.push_str(":\n");
+        self.block_label = label.to_string();
+    }
+
+    /// The edge from the current block: its label and the locals' values.
+    fn edge(&self) -> (String, Vec<String>) {
+        (self.block_label.clone(), self.locals.clone())
+    }
+
+    /// Sets the locals at a block whose predecessors are `edges`: one value where they agree, a
+    /// phi where they differ, poison where the block has no predecessor.
+    fn join(&mut self, edges: &[(String, Vec<String>)]) {
+        for i in 0..self.locals.len() {
+            let t = ty(self.k.locals[i].dtype);
+            self.locals[i] = match edges {
+                [] => "poison".into(),
+                [(_, first), rest @ ..] if rest.iter().all(|(_, v)| v[i] == first[i]) => first[i].clone(),
+                _ => {
+                    let incoming: Vec<_> = edges.iter().map(|(l, v)| format!("[ {}, %{l} ]", v[i])).collect();
+                    self.emit(format!("phi {t} {}", incoming.join(", ")))
+                }
+            };
+        }
+    }
+
+    /// Opens a loop header: a placeholder for its phis (filled by `close_header`) and the locals
+    /// renamed to them. Returns the header's number.
+    fn open_header(&mut self) -> u32 {
+        self.headers += 1;
+        let n = self.headers;
+        self.body.push_str(&format!("\u{0}phis{n}\n"));
+        for i in 0..self.locals.len() {
+            self.locals[i] = format!("%h{n}.{i}");
+        }
+        n
+    }
+
+    /// Fills header `n`'s phis: each local from before the loop and from the latch.
+    fn close_header(&mut self, n: u32, pre: &(String, Vec<String>), latch: &(String, Vec<String>)) {
+        let mut phis = String::new();
+        for (i, l) in self.k.locals.iter().enumerate() {
+            phis.push_str(&format!(
+                "  %h{n}.{i} = phi {} [ {}, %{} ], [ {}, %{} ]\n",
+                ty(l.dtype),
+                pre.1[i],
+                pre.0,
+                latch.1[i],
+                latch.0
+            ));
+        }
+        self.body = self.body.replace(&format!("\u{0}phis{n}\n"), &phis);
     }
 
     /// A fresh label with a readable stem.
@@ -208,12 +281,6 @@ impl Printer<'_> {
                 mem_ty(a.dtype)
             ));
         }
-        for (i, l) in k.locals.iter().enumerate() {
-            let t = ty(l.dtype);
-            self.allocas.push_str(&format!("  %l{i} = alloca {t}, addrspace(5)\n"));
-            // Zero-initialized like the other backends' locals.
-            self.allocas.push_str(&format!("  store {t} {}, ptr addrspace(5) %l{i}\n", expr::zero(l.dtype)));
-        }
         k.body.walk(&mut |inst| {
             if let InstKind::Const { dst, value } = &inst.kind {
                 self.consts.insert(*dst, expr::constant(value));
@@ -289,13 +356,10 @@ impl Printer<'_> {
                 }
             },
             LocalGet { dst, local } => {
-                let t = ty(self.d(*dst));
-                self.def(*dst, format!("load {t}, ptr addrspace(5) %l{}", local.0))
+                let x = self.locals[local.0 as usize].clone();
+                self.copy(*dst, &x)
             }
-            LocalSet { local, value } => {
-                let t = ty(self.d(*value));
-                self.line(format!("store {t} {}, ptr addrspace(5) %l{}", self.v(*value), local.0))
-            }
+            LocalSet { local, value } => self.locals[local.0 as usize] = self.v(*value),
             Load { dst, place, kind } => self.load(*dst, place, *kind),
             Store { place, value, kind } => self.store(place, *value, *kind),
             Atomic { dst, place, op, value, ordering, scope } => {
@@ -332,34 +396,71 @@ impl Printer<'_> {
                 let (then_l, else_l, end_l) =
                     (self.fresh_label("then"), self.fresh_label("else"), self.fresh_label("endif"));
                 self.line(format!("br i1 {}, label %{then_l}, label %{else_l}", self.v(*cond)));
+                let before = self.locals.clone();
                 self.label(&then_l);
                 self.block(then_block)?;
+                let then_edge = self.edge();
                 self.line(format!("br label %{end_l}"));
+                self.locals = before;
                 self.label(&else_l);
                 self.block(else_block)?;
+                let else_edge = self.edge();
                 self.line(format!("br label %{end_l}"));
                 self.label(&end_l);
+                self.join(&[then_edge, else_edge]);
             }
             Loop { body } => {
-                let (head, exit) = (self.fresh_label("loop"), self.fresh_label("endloop"));
+                let (head, latch, exit) =
+                    (self.fresh_label("loop"), self.fresh_label("loopnext"), self.fresh_label("endloop"));
+                let pre = self.edge();
                 self.line(format!("br label %{head}"));
                 self.label(&head);
-                self.loops.push(LoopLabels { next: head.clone(), exit: exit.clone() });
-                self.block(body)?;
-                self.loops.pop();
+                let n = self.open_header();
+                self.in_loop(&latch, &exit, body)?;
+                let back = self.edge();
                 self.line(format!("br label %{head}"));
+                self.close_header(n, &pre, &back);
                 self.label(&exit);
+                let breaks = self.loops_done.pop().unwrap_or_default();
+                self.join(&breaks);
             }
             Break | Continue => {
-                let Some(l) = self.loops.last() else {
+                let edge = self.edge();
+                let Some(l) = self.loops.last_mut() else {
                     return Err(self.refuse(inst, "`break`/`continue` outside a loop"));
                 };
-                let to = if matches!(inst.kind, Break) { l.exit.clone() } else { l.next.clone() };
+                let to = if matches!(inst.kind, Break) {
+                    l.breaks.push(edge);
+                    l.exit.clone()
+                } else {
+                    l.continues.push(edge);
+                    l.next.clone()
+                };
                 self.jump(format!("br label %{to}"))
             }
             Return => self.jump("ret void".into()),
             GridStride { begin, end, index, body } => self.grid_stride(*begin, *end, *index, body)?,
         }
+        Ok(())
+    }
+
+    /// Prints a loop body whose `continue`s go to `latch` and `break`s to `exit`, then opens the
+    /// latch with the locals joined from its edges. The `break` edges go to `loops_done`.
+    fn in_loop(&mut self, latch: &str, exit: &str, body: &Block) -> Result<(), TraceError> {
+        self.loops.push(LoopLabels {
+            next: latch.to_string(),
+            exit: exit.to_string(),
+            continues: Vec::new(),
+            breaks: Vec::new(),
+        });
+        self.block(body)?;
+        let fall = self.edge();
+        self.line(format!("br label %{latch}"));
+        let mut l = self.loops.pop().unwrap_or_else(|| unreachable!("pushed above"));
+        l.continues.push(fall);
+        self.label(latch);
+        self.join(&l.continues);
+        self.loops_done.push(l.breaks);
         Ok(())
     }
 
@@ -381,14 +482,15 @@ impl Printer<'_> {
         let blocks = self.grid_dim();
         let b64 = self.emit(format!("zext i32 {blocks} to i64"));
         let step = self.emit(format!("mul i64 {b64}, {}", self.k.block_dim));
-        let counter = format!("%gs{}", self.labels + 1);
-        self.allocas.push_str(&format!("  {counter} = alloca i64, addrspace(5)\n"));
-        self.line(format!("store i64 {start}, ptr addrspace(5) {counter}"));
         let (head, latch, exit) = (self.fresh_label("range"), self.fresh_label("rangenext"), self.fresh_label("endrange"));
         let bodyl = self.fresh_label("rangebody");
+        let pre = self.edge();
         self.line(format!("br label %{head}"));
         self.label(&head);
-        let i = self.emit(format!("load i64, ptr addrspace(5) {counter}"));
+        let n = self.open_header();
+        let (i, next) = (format!("%gi{n}"), format!("%gnext{n}"));
+        self.line(format!("{i} = phi i64 [ {start}, %{} ], [ {next}, %{latch} ]", pre.0));
+        let head_edge = self.edge();
         let more = self.emit(format!("icmp slt i64 {i}, {e}"));
         self.line(format!("br i1 {more}, label %{bodyl}, label %{exit}"));
         self.label(&bodyl);
@@ -398,16 +500,15 @@ impl Printer<'_> {
         } else {
             self.def(index, format!("trunc i64 {i} to {t}"));
         }
-        self.loops.push(LoopLabels { next: latch.clone(), exit: exit.clone() });
-        self.block(body)?;
-        self.loops.pop();
-        self.line(format!("br label %{latch}"));
-        self.label(&latch);
-        let j = self.emit(format!("load i64, ptr addrspace(5) {counter}"));
-        let next = self.emit(format!("add i64 {j}, {step}"));
-        self.line(format!("store i64 {next}, ptr addrspace(5) {counter}"));
+        self.in_loop(&latch, &exit, body)?;
+        self.line(format!("{next} = add i64 {i}, {step}"));
+        let back = self.edge();
         self.line(format!("br label %{head}"));
+        self.close_header(n, &pre, &back);
         self.label(&exit);
+        let mut exits = vec![head_edge];
+        exits.extend(self.loops_done.pop().unwrap_or_default());
+        self.join(&exits);
         Ok(())
     }
 
