@@ -126,7 +126,10 @@ fn subgroup_sync_emits_no_barrier_and_no_memory_instruction() {
         v + 1.0f32
     });
     let memory = |isa: &Isa| {
-        isa.asm.lines().filter(|l| ["global_", "buffer_", "ds_", "flat_", "scratch_"].iter().any(|m| l.contains(m))).count()
+        isa.asm
+            .lines()
+            .filter(|l| ["global_", "buffer_", "ds_", "flat_", "scratch_"].iter().any(|m| l.contains(m)))
+            .count()
     };
     for arch in AmdgpuArch::ALL {
         let (Some(a), Some(b)) = (isa(&plain, arch), isa(&synced, arch)) else { return };

@@ -144,7 +144,14 @@ impl Printer<'_> {
         Ok(())
     }
 
-    pub(super) fn binary(&mut self, inst: &Inst, dst: ValueId, op: BinOp, a: ValueId, b: ValueId) -> Result<(), TraceError> {
+    pub(super) fn binary(
+        &mut self,
+        inst: &Inst,
+        dst: ValueId,
+        op: BinOp,
+        a: ValueId,
+        b: ValueId,
+    ) -> Result<(), TraceError> {
         let (d, x, y) = (self.d(a), self.v(a), self.v(b));
         let t = ty(d);
         let e = if d.is_float() {
@@ -234,7 +241,8 @@ impl Printer<'_> {
                 format!("zext i1 {x} to {tt}")
             }
         } else if from.is_float() && to.is_float() {
-            let op = if to.bits() > from.bits() || (from == DType::F16 && to == DType::BF16) { "fpext" } else { "fptrunc" };
+            let op =
+                if to.bits() > from.bits() || (from == DType::F16 && to == DType::BF16) { "fpext" } else { "fptrunc" };
             if from.bits() == to.bits() {
                 // f16 <-> bf16: through f32, exactly.
                 let w = self.emit(format!("fpext {ft} {x} to float"));

@@ -66,11 +66,9 @@ impl Printer<'_> {
         let e = match kind {
             LoadKind::Plain => format!("load {m}, ptr addrspace({space}) {p}, align {align}"),
             LoadKind::Volatile => format!("load volatile {m}, ptr addrspace({space}) {p}, align {align}"),
-            LoadKind::Ordered(o, s) => format!(
-                "load atomic {m}, ptr addrspace({space}) {p}{} {}, align {align}",
-                syncscope(s),
-                ordering(o)
-            ),
+            LoadKind::Ordered(o, s) => {
+                format!("load atomic {m}, ptr addrspace({space}) {p}{} {}, align {align}", syncscope(s), ordering(o))
+            }
         };
         if d == DType::Bool {
             let byte = self.emit(e);

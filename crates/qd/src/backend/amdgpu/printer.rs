@@ -482,7 +482,8 @@ impl Printer<'_> {
         let blocks = self.grid_dim();
         let b64 = self.emit(format!("zext i32 {blocks} to i64"));
         let step = self.emit(format!("mul i64 {b64}, {}", self.k.block_dim));
-        let (head, latch, exit) = (self.fresh_label("range"), self.fresh_label("rangenext"), self.fresh_label("endrange"));
+        let (head, latch, exit) =
+            (self.fresh_label("range"), self.fresh_label("rangenext"), self.fresh_label("endrange"));
         let bodyl = self.fresh_label("rangebody");
         let pre = self.edge();
         self.line(format!("br label %{head}"));

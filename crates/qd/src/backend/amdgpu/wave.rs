@@ -94,11 +94,7 @@ impl Printer<'_> {
     /// Every lane reads `value` from lane `src` (i32), piece by piece.
     fn read_lane(&mut self, dst: ValueId, value: ValueId, src: &str, me: &str) {
         let d = self.d(value);
-        let x = if d == DType::Bool {
-            self.emit(format!("zext i1 {} to i32", self.v(value)))
-        } else {
-            self.v(value)
-        };
+        let x = if d == DType::Bool { self.emit(format!("zext i1 {} to i32", self.v(value))) } else { self.v(value) };
         let dt = if d == DType::Bool { DType::U32 } else { d };
         let pieces = self.pieces(dt, &x);
         let read: Vec<_> = pieces.iter().map(|p| self.bpermute(src, me, p)).collect();
@@ -109,7 +105,14 @@ impl Printer<'_> {
         }
     }
 
-    pub(super) fn shuffle(&mut self, dst: ValueId, valid: Option<ValueId>, kind: ShuffleKind, value: ValueId, lane: ValueId) {
+    pub(super) fn shuffle(
+        &mut self,
+        dst: ValueId,
+        valid: Option<ValueId>,
+        kind: ShuffleKind,
+        value: ValueId,
+        lane: ValueId,
+    ) {
         let me = self.lane_id();
         let arg = self.lane_i32(lane);
         let src = match kind {
@@ -136,11 +139,7 @@ impl Printer<'_> {
             return self.read_lane(dst, value, &src, &me);
         };
         let d = self.d(value);
-        let x = if d == DType::Bool {
-            self.emit(format!("zext i1 {} to i32", self.v(value)))
-        } else {
-            self.v(value)
-        };
+        let x = if d == DType::Bool { self.emit(format!("zext i1 {} to i32", self.v(value))) } else { self.v(value) };
         let dt = if d == DType::Bool { DType::U32 } else { d };
         let pieces = self.pieces(dt, &x);
         let read: Vec<_> = pieces
