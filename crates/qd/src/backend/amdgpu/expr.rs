@@ -153,6 +153,23 @@ impl Printer<'_> {
         b: ValueId,
     ) -> Result<(), TraceError> {
         let (d, x, y) = (self.d(a), self.v(a), self.v(b));
+        if d == DType::BF16 && !matches!(op, BinOp::Min | BinOp::Max) {
+            // bf16 arithmetic is computed in f32 and rounded once (exact for these operations;
+            // LLVM has no bf16 `frem` libcall).
+            let (wx, wy) =
+                (self.emit(format!("fpext bfloat {x} to float")), self.emit(format!("fpext bfloat {y} to float")));
+            let f = match op {
+                BinOp::Add => "fadd",
+                BinOp::Sub => "fsub",
+                BinOp::Mul => "fmul",
+                BinOp::Div => "fdiv",
+                BinOp::Rem => "frem",
+                _ => return Err(self.refuse(inst, format!("{op:?} on {d} has no meaning"))),
+            };
+            let r = self.emit(format!("{f} float {wx}, {wy}"));
+            self.def(dst, format!("fptrunc float {r} to bfloat"));
+            return Ok(());
+        }
         let t = ty(d);
         let e = if d.is_float() {
             match op {
