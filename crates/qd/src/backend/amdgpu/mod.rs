@@ -20,11 +20,10 @@
 //!
 //! ## Locals
 //!
-//! The IR's local variables are `alloca`s in the private address space (5), read and written with
-//! plain loads and stores. llc's AMDGPU pipeline runs SROA after `amdgpu-promote-alloca`, so they
-//! become SSA registers before instruction selection (every snapshot reports
-//! `private_segment_fixed_size 0` unless a per-thread array is indexed dynamically); printing
-//! allocas keeps the printer a direct walk of the structured IR, with no phi construction.
+//! The IR's local variables are promoted to SSA by the printer (phis at `if` joins and loop
+//! headers, latches and exits): llc does not run mem2reg, and its AMDGPU pipeline moves `alloca`s
+//! that live across a loop into LDS or scratch (checked with llc-19). Only per-thread arrays are
+//! `alloca`s in the private address space (5). Decision D16 has the rest.
 
 pub mod caps;
 mod expr;
