@@ -174,6 +174,7 @@ no_gpu_features() {
 TOTAL_START=$SECONDS
 stage "tools" ensure_tools
 stage "metal (MSL check, macOS type-check)" bash scripts/test-metal.sh
+stage "amdgpu (llc/ld.lld on every kernel)" bash scripts/test-amdgpu.sh
 stage "rustfmt" cargo fmt --all -- --check
 stage "clippy" cargo clippy --workspace --all-targets -- -D warnings
 stage "no GPU features" no_gpu_features

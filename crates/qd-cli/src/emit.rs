@@ -1,6 +1,7 @@
 //! `qd emit`: target names (D10) and writing every built-in kernel for a target.
 
 use crate::builtin;
+use qd::backend::amdgpu::Amdgpu;
 use qd::backend::metal::Metal;
 use qd::backend::ptx::Ptx;
 use qd::backend::spirv::{Spirv, SpirvCaps};
@@ -46,11 +47,6 @@ impl EmitTarget {
             EmitTarget::Msl => "metal",
             EmitTarget::Amdgpu { .. } => "ll",
         }
-    }
-
-    /// Whether this build can emit the target.
-    pub fn is_available(&self) -> bool {
-        matches!(self, EmitTarget::Ir | EmitTarget::Ptx { .. } | EmitTarget::Spirv { .. } | EmitTarget::Msl)
     }
 }
 
@@ -140,10 +136,7 @@ pub struct EmitReport {
 
 /// Writes `<kernel>.<ext>` into `dir` for every built-in kernel. A kernel the target cannot
 /// express gets one line on `log` naming it and the reason, and no file (D10).
-///
-/// The target must be available ([`EmitTarget::is_available`]).
 pub fn emit_all(target: &EmitTarget, dir: &Path, log: &mut dyn Write) -> io::Result<EmitReport> {
-    assert!(target.is_available(), "emit_all called for an unavailable target {target}");
     std::fs::create_dir_all(dir)?;
     let mut report = EmitReport::default();
     for kernel in builtin::kernels() {
@@ -165,8 +158,6 @@ pub fn emit_all(target: &EmitTarget, dir: &Path, log: &mut dyn Write) -> io::Res
 /// The file `qd emit` writes for `kernel` and `target`, or why the target cannot express it. The IR
 /// dump is traced for the default device, the 32-lane CPU emulator; PTX for CUDA; SPIR-V for a
 /// Vulkan device with that subgroup width and lavapipe's features; MSL for [`Target::metal`].
-///
-/// The target must be available ([`EmitTarget::is_available`]).
 pub fn emit_kernel(kernel: &Kernel, target: &EmitTarget) -> Result<Vec<u8>, String> {
     match target {
         EmitTarget::Ptx { arch } => ptx_of(kernel, arch).map(String::into_bytes),
@@ -175,7 +166,7 @@ pub fn emit_kernel(kernel: &Kernel, target: &EmitTarget) -> Result<Vec<u8>, Stri
             Device::cpu().trace(kernel).map(|ir| qd::ir::print_kernel(&ir).into_bytes()).map_err(|e| e.to_string())
         }
         EmitTarget::Msl => msl_of(kernel).map(String::into_bytes),
-        EmitTarget::Amdgpu { .. } => Err(format!("{target} is not available in this build")),
+        EmitTarget::Amdgpu { chip } => amdgpu_of(kernel, chip).map(String::into_bytes),
     }
 }
 
@@ -193,6 +184,13 @@ fn msl_of(kernel: &Kernel) -> Result<String, String> {
     let target = Target::metal();
     let ir = kernel.trace(&target).map_err(|e| e.to_string())?;
     Metal::lower(&ir, &target).map(|m| m.source).map_err(|e| e.to_string())
+}
+
+/// LLVM IR of `kernel` for the AMDGPU `chip` (`gfx942`, `gfx90a`, `gfx1100`, `gfx1201`).
+fn amdgpu_of(kernel: &Kernel, chip: &str) -> Result<String, String> {
+    let target = Target::amdgpu(chip.parse()?);
+    let ir = kernel.trace(&target).map_err(|e| e.to_string())?;
+    Amdgpu::lower(&ir, &target).map(|m| m.text).map_err(|e| e.to_string())
 }
 
 /// PTX text of `kernel` for `arch` (`sm_90`, `sm_90a`, `sm_80`, ...), traced for the CUDA target.
@@ -237,11 +235,7 @@ mod tests {
     }
 
     #[test]
-    fn ir_ptx_spirv_and_msl_are_available() {
-        assert!(EmitTarget::Ir.is_available());
-        assert!(EmitTarget::Ptx { arch: "sm_80".into() }.is_available());
-        assert!(EmitTarget::Spirv { subgroup_size: 8 }.is_available());
-        assert!(EmitTarget::Msl.is_available());
+    fn target_names_print_back() {
         assert_eq!(EmitTarget::Spirv { subgroup_size: 8 }.to_string(), "spirv:sg8");
     }
 }

@@ -2,7 +2,8 @@
 //! subgroups) and MSL of every built-in kernel (`qd_cli::builtin::kernels`: the corpus, the tour, the
 //! conformance suite and the benchmarks), pinned as insta snapshots, one folder per target under
 //! `tests/out/<target>/<kernel>.snap`, and each module checked by the vendor's validator
-//! (ptxas, spirv-val; for MSL, clang against our `metal_stdlib` header) through `qd-testkit`. The kernels that need 64-lane subgroups are pinned
+//! (ptxas, spirv-val; for MSL, clang against our `metal_stdlib` header; for AMDGPU's LLVM IR, llc and
+//! ld.lld on a sample) through `qd-testkit`. The kernels that need 64-lane subgroups are pinned
 //! once more as SPIR-V for 64 lanes (`tests/out/spirv_sg64/`).
 //!
 //! A kernel a target cannot express is pinned too: its snapshot holds the error (with source
@@ -16,7 +17,7 @@
 use qd::prelude::Kernel;
 use qd_cli::builtin;
 use qd_cli::emit::{emit_kernel, EmitTarget};
-use qd_testkit::{par_map, MslCheck, Ptxas, SpirvVal};
+use qd_testkit::{par_map, LdLld, Llc, MslCheck, Ptxas, SpirvVal};
 use rspirv::binary::Disassemble;
 use std::collections::BTreeSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -166,6 +167,35 @@ fn msl_check() -> impl Fn(&str, &[u8]) -> Result<(), String> + Sync {
         Some(c) => c.check_source(name, std::str::from_utf8(text).map_err(|e| e.to_string())?),
         None => Ok(()),
     }
+}
+
+/// llc-19 for gfx942 and gfx1100 (wave64) and ld.lld-19 `-shared`, on one kernel in
+/// `AMDGPU_SAMPLE` (chosen by name, so the same ones every run): all of them take minutes on two
+/// cores, so `scripts/test-amdgpu.sh` assembles and links every kernel for both chips instead.
+fn llc_amdgpu() -> impl Fn(&str, &[u8]) -> Result<(), String> + Sync {
+    let (llc, lld) = (Llc::find(), LdLld::find());
+    move |name, text| {
+        let (Some(llc), Some(lld)) = (&llc, &lld) else { return Ok(()) };
+        if name.bytes().map(u32::from).sum::<u32>() % AMDGPU_SAMPLE != 0 {
+            return Ok(());
+        }
+        let text = std::str::from_utf8(text).map_err(|e| e.to_string())?;
+        for chip in ["gfx942", "gfx1100"] {
+            let obj = llc.compile(name, text, "amdgcn-amd-amdhsa", chip, &["-mattr=+wavefrontsize64"])?;
+            let linked = lld.link_shared(name, &[&obj]);
+            let _ = std::fs::remove_file(&obj);
+            let _ = std::fs::remove_file(linked?);
+        }
+        Ok(())
+    }
+}
+
+/// One kernel in this many is assembled by the snapshot test.
+const AMDGPU_SAMPLE: u32 = 16;
+
+#[test]
+fn amdgpu_gfx942() {
+    check_target("amdgpu:gfx942", llc_amdgpu());
 }
 
 #[test]

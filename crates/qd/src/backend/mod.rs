@@ -5,7 +5,7 @@
 //! * [`ptx`]: NVIDIA GPUs through PTX (seed 004, D7);
 //! * [`spirv`]: Vulkan through SPIR-V;
 //! * [`metal`]: Apple GPUs through MSL (docs/metal.md);
-//! * [`amdgpu`]: so far its capability model, which the emulator wears.
+//! * [`amdgpu`]: AMD GPUs through LLVM IR for amdgcn (wave64).
 //!
 //! What a backend can do is asked of the [`Target`] (the capability layer, `crate::target`);
 //! nothing outside `backend/`, `runtime/` and that layer tests which backend it is. Every code

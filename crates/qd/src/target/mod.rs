@@ -54,6 +54,8 @@ pub(crate) enum BackendKind {
     Vulkan,
     /// Apple GPUs through MSL.
     Metal,
+    /// AMD GPUs through LLVM IR for amdgcn.
+    Amdgpu,
 }
 
 impl BackendKind {
@@ -64,6 +66,7 @@ impl BackendKind {
             BackendKind::Cuda => "cuda",
             BackendKind::Vulkan => "vulkan",
             BackendKind::Metal => "metal",
+            BackendKind::Amdgpu => "amdgpu",
         }
     }
 }
@@ -143,10 +146,10 @@ impl Target {
         Target::new(BackendKind::Vulkan, Profile::Vulkan(caps.clone()), spirv::caps::limits(subgroup_size, caps))
     }
 
-    /// The features and limits of an AMD GPU (wave64, as every AMDGPU target is pinned). Its code
-    /// generator is not in this build: wear it on the emulator ([`Target::wearing`]).
+    /// An AMD GPU of `arch` (wave64, as every AMDGPU target is pinned). Its code generator is
+    /// [`backend::amdgpu`](crate::backend::amdgpu); the emulator can wear it ([`Target::wearing`]).
     pub fn amdgpu(arch: AmdgpuArch) -> Target {
-        Target::new(BackendKind::Cpu, Profile::Amdgpu(arch), amdgpu::caps::limits(arch))
+        Target::new(BackendKind::Amdgpu, Profile::Amdgpu(arch), amdgpu::caps::limits(arch))
     }
 
     /// An Apple GPU (family 7 or newer) through Metal, on an OS that compiles MSL 3.2 (macOS 15):
@@ -317,6 +320,14 @@ impl Target {
     pub(crate) fn msl_version(&self) -> Option<metal::MslVersion> {
         match &self.profile {
             Profile::Metal(v) => Some(*v),
+            _ => None,
+        }
+    }
+
+    /// The architecture of an AMDGPU target (`None` for the others).
+    pub(crate) fn amdgpu_arch(&self) -> Option<AmdgpuArch> {
+        match &self.profile {
+            Profile::Amdgpu(arch) if self.backend == BackendKind::Amdgpu => Some(*arch),
             _ => None,
         }
     }

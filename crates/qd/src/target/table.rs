@@ -171,7 +171,8 @@ pub fn markdown(only: Option<&str>) -> String {
          rewrite or the backend writes; `library`: the library composes it while tracing; \
          `lowered`: the backend expands it; `unsupported`: refused while tracing, with the reason. \
          AMDGPU and Metal are the profiles the emulator wears (`cpu:sg64@amdgpu:gfx942`, \
-         `cpu:sg32@metal`); their code generators are not in this build.\n",
+         `cpu:sg32@metal`), and code generators (`qd emit --target msl`, `qd emit --target \
+         amdgpu:gfxNNN`) whose output this project has not run on their hardware.\n",
     );
     let mut group = "";
     for (g, op, feature) in rows() {

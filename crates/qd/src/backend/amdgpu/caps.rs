@@ -71,8 +71,8 @@ pub(crate) fn limits(_arch: AmdgpuArch) -> Limits {
 
 /// How `arch` provides `f`: no NVIDIA families and no fused barrier reduction or vote shortcut
 /// (the library composes them, seed 000), broadcast from any lane (`ds_bpermute`), subgroup
-/// fences at workgroup scope (seed 002), native 32/64-bit integer and f32-add atomics, CAS loops
-/// for the rest.
+/// fences at workgroup scope (seed 002), native 32/64-bit integer and f32-add atomics, f64
+/// add/min/max in global memory on CDNA, CAS loops for the rest.
 pub(crate) fn support(arch: AmdgpuArch, f: Feature) -> Support {
     match f {
         Feature::Nv(_) => Support::unsupported("an NVIDIA-only operation (seed 004)"),
@@ -105,6 +105,11 @@ pub(crate) fn support(arch: AmdgpuArch, f: Feature) -> Support {
                 AtomicOp::Exchange => true,
                 AtomicOp::Add if t == DType::F32 => true,
                 AtomicOp::Add if t == DType::F64 => arch.is_cdna() && space == crate::target::MemSpace::Device,
+                // `global_atomic_min/max_f64` (CDNA, with `unsafe_fp_atomics`): past seed 003's
+                // gfx90a row, checked with llc-19 (docs/decisions.md).
+                AtomicOp::Min | AtomicOp::Max if t == DType::F64 => {
+                    arch.is_cdna() && space == crate::target::MemSpace::Device
+                }
                 _ => false,
             };
             if native {
@@ -114,4 +119,21 @@ pub(crate) fn support(arch: AmdgpuArch, f: Feature) -> Support {
             }
         }
     }
+}
+
+/// Whether kernels for `arch` carry `"amdgpu-unsafe-fp-atomics"="true"`, which lets LLVM 19 use the
+/// hardware float atomics (f32 add on every listed GFX, f64 add/min/max on CDNA) instead of CAS
+/// loops. Those instructions are not coherent on fine-grained (host-visible) memory; qd only ever
+/// allocates coarse-grained buffers (`hipMalloc`), where they are exact, so every architecture
+/// opts in (docs/decisions.md).
+pub fn unsafe_fp_atomics(arch: AmdgpuArch) -> bool {
+    match arch {
+        AmdgpuArch::Gfx90a | AmdgpuArch::Gfx942 | AmdgpuArch::Gfx1100 | AmdgpuArch::Gfx1201 => true,
+    }
+}
+
+/// RDNA (gfx10 and later): under wave64 `ds_bpermute` reaches only its own 32-lane half, so a
+/// shuffle across halves adds `v_permlane64` (which CDNA does not have, seed 002).
+pub fn bpermute_is_half_wave(arch: AmdgpuArch) -> bool {
+    !arch.is_cdna()
 }
