@@ -524,6 +524,8 @@ fn edit_first(b: &mut qd::ir::Block, f: &mut dyn FnMut(&mut InstKind) -> bool) -
         }
     }
     false
+}
+
 #[test]
 fn sixteen_thousand_dead_instructions_compile_in_linear_time() {
     // A dead chain of adds: removing it round by round was quadratic (10 s for 16 000, issue 12).

@@ -21,6 +21,9 @@ const CASES: &[(&str, Check)] = &[
     ("twenty_thousand_nested_ifs", deep_nesting),
     ("time_limit_over_many_blocks", time_limit_many_blocks),
     ("strict_broadcast_out_of_range", strict_broadcast),
+    ("shuffle_outside_kernel", shuffle_outside),
+    ("block_sync_outside_kernel_then_cached_launch", sync_outside),
+    ("val_kept_from_a_trace", val_kept),
 ];
 
 /// The child side: runs the case named by `QD_MISUSE_CASE` (ignored in a normal run).
@@ -169,5 +172,62 @@ fn strict_broadcast() -> Result<(), String> {
     match d.launch(&k, &[a.arg(), Arg::scalar(40u32)]) {
         Err(QdError::Emulator(e)) if matches!(e.kind, EmuErrorKind::Poison { .. }) => Ok(()),
         other => Err(format!("expected a strict-mode poison error, got {:?}", other.map(|_| ()))),
+    }
+}
+
+/// The pending misuse error names `op`, `line` of this file and the outside-kernel marker.
+fn outside(e: &qd::trace::TraceError, op: &str, line: u32) -> Result<(), String> {
+    let text = e.to_string();
+    if e.op == op
+        && e.loc.file == file!()
+        && e.loc.line == line
+        && e.kernel == qd::trace::OUTSIDE_KERNEL
+        && text.contains("outside a kernel body")
+    {
+        Ok(())
+    } else {
+        Err(format!("expected op `{op}` at {}:{line} outside a kernel body, got: {text}", file!()))
+    }
+}
+
+fn shuffle_outside() -> Result<(), String> {
+    let line = line!() + 1;
+    let _ = subgroup::shuffle(3i32, 1u32);
+    let k = Kernel::explicit("after_shuffle", 32, |_k| {});
+    match Device::cpu().launch_grid(&k, 1, &[]) {
+        Err(QdError::Trace(e)) => outside(&e, "subgroup.shuffle", line),
+        other => Err(format!("expected the pending misuse error, got {:?}", other.map(|_| ()))),
+    }
+}
+
+fn sync_outside() -> Result<(), String> {
+    let k = Kernel::explicit("cached", 32, |_k| {});
+    let d = Device::cpu();
+    d.launch_grid(&k, 1, &[]).map_err(|e| e.to_string())?;
+    let line = line!() + 1;
+    block::sync();
+    match d.launch_grid(&k, 1, &[]) {
+        Err(QdError::Trace(e)) => outside(&e, "block.sync", line)?,
+        other => return Err(format!("expected the pending misuse error, got {:?}", other.map(|_| ()))),
+    }
+    // Reported once: the next launch runs.
+    d.launch_grid(&k, 1, &[]).map_err(|e| format!("second launch after the report: {e}"))
+}
+
+fn val_kept() -> Result<(), String> {
+    use std::cell::Cell;
+    thread_local! { static KEPT: Cell<Option<Val<i32>>> = const { Cell::new(None) }; }
+    let k = Kernel::explicit("keeps", 32, |_k| KEPT.with(|c| c.set(Some(block::thread_idx()))));
+    k.trace(&Target::cpu(32)).map_err(|e| e.to_string())?;
+    let kept = KEPT.with(|c| c.get()).ok_or("the body did not run")?;
+    let line = line!() + 1;
+    let _ = kept * 2;
+    match qd::trace::take_misuse() {
+        Some(e) => outside(&e, "mul", line)?,
+        None => return Err("no pending misuse error".into()),
+    }
+    match qd::trace::take_misuse() {
+        None => k.trace(&Target::cpu(32)).map(|_| ()).map_err(|e| format!("trace after the report: {e}")),
+        Some(e) => Err(format!("reported twice: {e}")),
     }
 }
