@@ -122,11 +122,16 @@ pub fn launch(prog: &Program, geo: LaunchGeometry, args: &[CpuArg], opts: &Optio
         start: Instant::now(),
     };
     let workers = opts.workers.clamp(1, geo.grid as usize);
-    std::thread::scope(|s| {
-        for _ in 0..workers {
-            s.spawn(|| worker(&shared));
-        }
-    });
+    if workers == 1 {
+        // One block (or one worker): on the calling thread, saving a thread start per launch.
+        worker(&shared);
+    } else {
+        std::thread::scope(|s| {
+            for _ in 0..workers {
+                s.spawn(|| worker(&shared));
+            }
+        });
+    }
     match shared.error.into_inner() {
         Ok(Some(e)) => Err(e),
         Ok(None) => Ok(()),
