@@ -24,6 +24,8 @@ const CASES: &[(&str, Check)] = &[
     ("shuffle_outside_kernel", shuffle_outside),
     ("block_sync_outside_kernel_then_cached_launch", sync_outside),
     ("val_kept_from_a_trace", val_kept),
+    ("local_array_u32_max", local_array_huge),
+    ("shared_array_over_budget", shared_array_huge),
 ];
 
 /// The child side: runs the case named by `QD_MISUSE_CASE` (ignored in a normal run).
@@ -230,4 +232,58 @@ fn val_kept() -> Result<(), String> {
         None => k.trace(&Target::cpu(32)).map(|_| ()).map_err(|e| format!("trace after the report: {e}")),
         Some(e) => Err(format!("reported twice: {e}")),
     }
+}
+
+/// A launch refused for `array` declared at `line` of this file: by the emulator's memory budget,
+/// or (`by_target`) by the target's shared-memory limit while tracing.
+fn over_budget(r: Result<(), QdError>, array: &str, line: u32, by_target: bool) -> Result<(), String> {
+    match r {
+        Err(QdError::Emulator(e)) => match &e.kind {
+            EmuErrorKind::ArrayOverBudget { array: a, .. }
+                if a == array
+                    && e.loc.is_some_and(|l| l.file == file!() && l.line == line)
+                    && e.to_string().contains("budget") =>
+            {
+                Ok(())
+            }
+            _ => Err(format!("expected `{array}` over budget at line {line}, got: {e}")),
+        },
+        Err(QdError::Trace(e))
+            if by_target
+                && e.loc.file == file!()
+                && e.loc.line == line
+                && e.message.contains(&format!("`{array}`")) =>
+        {
+            Ok(())
+        }
+        other => Err(format!("expected an over-budget error, got {:?}", other.map(|_| ()))),
+    }
+}
+
+fn local_array_huge() -> Result<(), String> {
+    let line = line!() + 4;
+    let k = Kernel::explicit("huge_local", 32, |k| {
+        let out = k.array::<f64>("out");
+        let t = block::thread_idx();
+        let scratch = local_array::<f64>(u32::MAX);
+        scratch.set(t, 1.0);
+        out.set(t, scratch.get(t));
+    });
+    let d = Device::cpu();
+    let out = d.zeros::<f64>(32).map_err(|e| e.to_string())?;
+    over_budget(d.launch_grid(&k, 1, &[out.arg()]), "local0", line, false)
+}
+
+fn shared_array_huge() -> Result<(), String> {
+    let line = line!() + 4;
+    let k = Kernel::explicit("huge_shared", 32, |k| {
+        let out = k.array::<f64>("out");
+        let t = block::thread_idx();
+        let tile = block::shared_array::<f64>(u32::MAX);
+        tile.set(t, 1.0);
+        out.set(t, tile.get(t));
+    });
+    let d = Device::cpu();
+    let out = d.zeros::<f64>(32).map_err(|e| e.to_string())?;
+    over_budget(d.launch_grid(&k, 1, &[out.arg()]), "shared0", line, true)
 }

@@ -88,6 +88,22 @@ pub enum EmuErrorKind {
         /// What is waiting.
         detail: String,
     },
+    /// A block's shared arrays, or its threads' per-thread arrays, exceed the emulator's memory
+    /// budget (`memory::memory_budget`) for the blocks that run at once; nothing was allocated.
+    #[error("{space} array `{array}` needs {bytes} bytes per block ({what}), over the emulator's memory budget of {budget} bytes")]
+    ArrayOverBudget {
+        /// The largest array of the block (the one named).
+        array: String,
+        /// `shared` or `per-thread`.
+        space: &'static str,
+        /// Its bytes in one block (all threads' copies for a per-thread array; `u64::MAX` when the
+        /// size overflows).
+        bytes: u64,
+        /// How the whole launch's need was counted.
+        what: String,
+        /// The budget in bytes.
+        budget: u64,
+    },
     /// The arguments do not match the kernel.
     #[error("{0}")]
     BadArguments(String),

@@ -122,6 +122,7 @@ pub fn launch(prog: &Program, geo: LaunchGeometry, args: &[CpuArg], opts: &Optio
         start: Instant::now(),
     };
     let workers = opts.workers.clamp(1, geo.grid as usize);
+    check_array_budget(k, geo, workers)?;
     if workers == 1 {
         // One block (or one worker): on the calling thread, saving a thread start per launch.
         worker(&shared);
@@ -137,6 +138,46 @@ pub fn launch(prog: &Program, geo: LaunchGeometry, args: &[CpuArg], opts: &Optio
         Ok(None) => Ok(()),
         Err(p) => p.into_inner().map_or(Ok(()), Err),
     }
+}
+
+/// Emulator bytes of the shared and per-thread arrays one block of `geo` allocates (8 bytes per
+/// element; a per-thread array once per lane of every subgroup), each array's share, `None` on
+/// overflow.
+fn block_array_bytes(k: &Kernel, geo: LaunchGeometry) -> Vec<(&ArrayDecl, &'static str, Option<u64>)> {
+    let width = u64::from(geo.subgroup_size);
+    let lanes = u64::from(geo.block_dim).div_ceil(width) * width;
+    let shared = k.shared.iter().map(|a| (a, "shared", u64::from(a.len).checked_mul(8)));
+    let local = k.local_arrays.iter().map(|a| (a, "per-thread", u64::from(a.len).checked_mul(8 * lanes)));
+    shared.chain(local).collect()
+}
+
+/// Refuses a launch whose blocks running at once (one per worker) would allocate more shared and
+/// per-thread array memory than the budget, naming the largest array and its line (D18).
+fn check_array_budget(k: &Kernel, geo: LaunchGeometry, workers: usize) -> Result<(), EmuError> {
+    let arrays = block_array_bytes(k, geo);
+    if arrays.is_empty() {
+        return Ok(());
+    }
+    let Some(budget) = super::memory::memory_budget() else { return Ok(()) };
+    let per_block = arrays.iter().try_fold(0u64, |sum, (_, _, b)| b.and_then(|b| sum.checked_add(b)));
+    let total = per_block.and_then(|b| b.checked_mul(workers as u64));
+    if total.is_some_and(|t| t <= budget) {
+        return Ok(());
+    }
+    let (array, space, bytes) = arrays
+        .iter()
+        .max_by_key(|(_, _, b)| b.unwrap_or(u64::MAX))
+        .map(|(a, space, b)| (*a, *space, b.unwrap_or(u64::MAX)))
+        .expect("arrays is not empty");
+    let what = match total {
+        Some(t) => format!("{t} bytes for the {workers} blocks that run at once"),
+        None => "the launch's total overflows 64 bits".to_string(),
+    };
+    Err(EmuError {
+        kernel: k.name.clone(),
+        loc: Some(array.loc),
+        kind: EmuErrorKind::ArrayOverBudget { array: array.name.clone(), space, bytes, what, budget },
+    })
 }
 
 fn worker(sh: &Shared) {
