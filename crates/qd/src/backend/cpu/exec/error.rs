@@ -90,17 +90,21 @@ pub enum EmuErrorKind {
     },
     /// A block's shared arrays, or its threads' per-thread arrays, exceed the emulator's memory
     /// budget (`memory::memory_budget`) for the blocks that run at once; nothing was allocated.
-    #[error("{space} array `{array}` needs {bytes} bytes per block ({what}), over the emulator's memory budget of {budget} bytes")]
+    #[error(
+        "{} array `{array}` needs {bytes} bytes per block ({blocks} blocks run at once), over the emulator's memory \
+         budget of {budget} bytes",
+        if *shared { "shared" } else { "per-thread" }
+    )]
     ArrayOverBudget {
         /// The largest array of the block (the one named).
         array: String,
-        /// `shared` or `per-thread`.
-        space: &'static str,
-        /// Its bytes in one block (all threads' copies for a per-thread array; `u64::MAX` when the
+        /// A shared array (else per-thread).
+        shared: bool,
+        /// Its bytes in one block (all lanes' copies of a per-thread array; `u64::MAX` when the
         /// size overflows).
         bytes: u64,
-        /// How the whole launch's need was counted.
-        what: String,
+        /// Blocks that run at once (the workers).
+        blocks: u32,
         /// The budget in bytes.
         budget: u64,
     },

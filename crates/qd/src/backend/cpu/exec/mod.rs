@@ -141,13 +141,13 @@ pub fn launch(prog: &Program, geo: LaunchGeometry, args: &[CpuArg], opts: &Optio
 }
 
 /// Emulator bytes of the shared and per-thread arrays one block of `geo` allocates (8 bytes per
-/// element; a per-thread array once per lane of every subgroup), each array's share, `None` on
-/// overflow.
-fn block_array_bytes(k: &Kernel, geo: LaunchGeometry) -> Vec<(&ArrayDecl, &'static str, Option<u64>)> {
+/// element; a per-thread array once per lane of every subgroup): each array, whether it is shared,
+/// and its bytes (`None` on overflow).
+fn block_array_bytes(k: &Kernel, geo: LaunchGeometry) -> Vec<(&ArrayDecl, bool, Option<u64>)> {
     let width = u64::from(geo.subgroup_size);
     let lanes = u64::from(geo.block_dim).div_ceil(width) * width;
-    let shared = k.shared.iter().map(|a| (a, "shared", u64::from(a.len).checked_mul(8)));
-    let local = k.local_arrays.iter().map(|a| (a, "per-thread", u64::from(a.len).checked_mul(8 * lanes)));
+    let shared = k.shared.iter().map(|a| (a, true, u64::from(a.len).checked_mul(8)));
+    let local = k.local_arrays.iter().map(|a| (a, false, u64::from(a.len).checked_mul(8 * lanes)));
     shared.chain(local).collect()
 }
 
@@ -164,19 +164,21 @@ fn check_array_budget(k: &Kernel, geo: LaunchGeometry, workers: usize) -> Result
     if total.is_some_and(|t| t <= budget) {
         return Ok(());
     }
-    let (array, space, bytes) = arrays
+    let (array, shared, bytes) = arrays
         .iter()
         .max_by_key(|(_, _, b)| b.unwrap_or(u64::MAX))
-        .map(|(a, space, b)| (*a, *space, b.unwrap_or(u64::MAX)))
+        .map(|(a, shared, b)| (*a, *shared, b.unwrap_or(u64::MAX)))
         .expect("arrays is not empty");
-    let what = match total {
-        Some(t) => format!("{t} bytes for the {workers} blocks that run at once"),
-        None => "the launch's total overflows 64 bits".to_string(),
-    };
     Err(EmuError {
         kernel: k.name.clone(),
         loc: Some(array.loc),
-        kind: EmuErrorKind::ArrayOverBudget { array: array.name.clone(), space, bytes, what, budget },
+        kind: EmuErrorKind::ArrayOverBudget {
+            array: array.name.clone(),
+            shared,
+            bytes,
+            blocks: u32::try_from(workers).unwrap_or(u32::MAX),
+            budget,
+        },
     })
 }
 
