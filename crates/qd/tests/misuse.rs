@@ -24,6 +24,7 @@ const CASES: &[(&str, Check)] = &[
     ("shuffle_outside_kernel", shuffle_outside),
     ("block_sync_outside_kernel_then_cached_launch", sync_outside),
     ("val_kept_from_a_trace", val_kept),
+    ("many_ops_outside_a_kernel", many_outside),
     ("local_array_u32_max", local_array_huge),
     ("shared_array_over_budget", shared_array_huge),
 ];
@@ -286,4 +287,36 @@ fn shared_array_huge() -> Result<(), String> {
     let d = Device::cpu();
     let out = d.zeros::<f64>(32).map_err(|e| e.to_string())?;
     over_budget(d.launch_grid(&k, 1, &[out.arg()]), "shared0", line, true)
+}
+
+/// Library ops, control flow, arrays and kept values outside a kernel body: none panics, and the
+/// first one is the error reported.
+fn many_outside() -> Result<(), String> {
+    use std::cell::Cell;
+    thread_local! { static KEPT: Cell<Option<(Val<i32>, Array<i32>)>> = const { Cell::new(None) }; }
+    let k = Kernel::explicit("keeps_more", 64, |k| {
+        let a = k.array::<i32>("a");
+        KEPT.with(|c| c.set(Some((block::thread_idx(), a))));
+    });
+    k.trace(&Target::cpu(32)).map_err(|e| e.to_string())?;
+    let (t, a) = KEPT.with(|c| c.get()).ok_or("the body did not run")?;
+    let line = line!() + 1;
+    let s = subgroup::shuffle_down(t, 1u32);
+    let sum = subgroup::reduce_add(s);
+    if_(t.lt(3), || a.set(t, sum));
+    let l = local_array::<f32>(4);
+    l.set(0, 1.0);
+    let sh = block::shared_array::<i32>(64);
+    sh.set(t, a.get(t));
+    block::sync();
+    let v = var(0i32);
+    for_range(0, 4, |i| v.set(v.get() + i));
+    let _ = block::reduce_add(v.get(), 64);
+    match qd::trace::take_misuse() {
+        Some(e) => outside(&e, "subgroup.shuffle_down", line)?,
+        None => return Err("no pending misuse error".into()),
+    }
+    let d = Device::cpu();
+    let arr = d.zeros::<i32>(64).map_err(|e| e.to_string())?;
+    d.launch_grid(&k, 1, &[arr.arg()]).map_err(|e| format!("launch after the report: {e}"))
 }
