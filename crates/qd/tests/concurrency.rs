@@ -61,7 +61,9 @@ fn vm_rss_bytes() -> u64 {
 }
 
 /// [`LAUNCHES`] launches of a small kernel after a warm-up grow the resident set by less than
-/// [`SLACK_BYTES`], and the last result is right (each launch adds one to every element).
+/// [`SLACK_BYTES`], and the last result is right (each launch adds one to every element). On the
+/// emulator and lavapipe arrays live in host memory, so this covers device memory too; on CUDA it
+/// covers the host side of a launch only (qd has no query of free device memory).
 fn launches_do_not_grow_memory(d: &Device) {
     let k = Kernel::range("conc_increment", 64, |k| {
         let a = k.array::<u32>("a");

@@ -323,3 +323,44 @@ impl<'a, 'b> BlockExec<'a, 'b> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn array_bytes_count_every_lane_of_partial_subgroups_and_refuse_overflow() {
+        let decl =
+            |name: &str, len: u32| ArrayDecl { name: name.into(), dtype: DType::F32, len, loc: SrcLoc::caller() };
+        let k = Kernel {
+            name: "k".into(),
+            launch: LaunchKind::Explicit,
+            block_dim: 40,
+            subgroup_size: 32,
+            params: Vec::new(),
+            values: Vec::new(),
+            locals: Vec::new(),
+            shared: vec![decl("s", 10)],
+            local_arrays: vec![decl("l", 3), decl("huge", u32::MAX)],
+            body: Block::default(),
+        };
+        let geo = LaunchGeometry { grid: 1, block_dim: 40, subgroup_size: 32 };
+        let bytes: Vec<_> =
+            block_array_bytes(&k, geo).into_iter().map(|(a, shared, b)| (a.name.clone(), shared, b)).collect();
+        // 40 threads are two 32-lane subgroups: 64 copies of a per-thread array, 8 bytes each.
+        let want = [
+            ("s".into(), true, Some(80)),
+            ("l".into(), false, Some(3 * 8 * 64)),
+            ("huge".into(), false, Some(u64::from(u32::MAX) * 8 * 64)),
+        ];
+        assert_eq!(bytes, want);
+        let e = check_array_budget(&k, geo, 4).unwrap_err();
+        assert_eq!(e.loc.map(|l| l.file), Some(file!()));
+        match e.kind {
+            EmuErrorKind::ArrayOverBudget { array, shared: false, blocks: 4, .. } => assert_eq!(array, "huge"),
+            other => panic!("expected ArrayOverBudget, got {other}"),
+        }
+        let k = Kernel { local_arrays: vec![decl("l", 3)], ..k };
+        assert!(check_array_budget(&k, geo, 4).is_ok());
+    }
+}
