@@ -21,6 +21,12 @@ const CASES: &[(&str, Check)] = &[
     ("twenty_thousand_nested_ifs", deep_nesting),
     ("time_limit_over_many_blocks", time_limit_many_blocks),
     ("strict_broadcast_out_of_range", strict_broadcast),
+    ("shuffle_outside_kernel", shuffle_outside),
+    ("block_sync_outside_kernel_then_cached_launch", sync_outside),
+    ("val_kept_from_a_trace", val_kept),
+    ("many_ops_outside_a_kernel", many_outside),
+    ("local_array_u32_max", local_array_huge),
+    ("shared_array_over_budget", shared_array_huge),
 ];
 
 /// The child side: runs the case named by `QD_MISUSE_CASE` (ignored in a normal run).
@@ -170,4 +176,147 @@ fn strict_broadcast() -> Result<(), String> {
         Err(QdError::Emulator(e)) if matches!(e.kind, EmuErrorKind::Poison { .. }) => Ok(()),
         other => Err(format!("expected a strict-mode poison error, got {:?}", other.map(|_| ()))),
     }
+}
+
+/// The pending misuse error names `op`, `line` of this file and the outside-kernel marker.
+fn outside(e: &qd::trace::TraceError, op: &str, line: u32) -> Result<(), String> {
+    let text = e.to_string();
+    if e.op == op
+        && e.loc.file == file!()
+        && e.loc.line == line
+        && e.kernel == qd::trace::OUTSIDE_KERNEL
+        && text.contains("outside a kernel body")
+    {
+        Ok(())
+    } else {
+        Err(format!("expected op `{op}` at {}:{line} outside a kernel body, got: {text}", file!()))
+    }
+}
+
+fn shuffle_outside() -> Result<(), String> {
+    let line = line!() + 1;
+    let _ = subgroup::shuffle(3i32, 1u32);
+    let k = Kernel::explicit("after_shuffle", 32, |_k| {});
+    match Device::cpu().launch_grid(&k, 1, &[]) {
+        Err(QdError::Trace(e)) => outside(&e, "subgroup.shuffle", line),
+        other => Err(format!("expected the pending misuse error, got {:?}", other.map(|_| ()))),
+    }
+}
+
+fn sync_outside() -> Result<(), String> {
+    let k = Kernel::explicit("cached", 32, |_k| {});
+    let d = Device::cpu();
+    d.launch_grid(&k, 1, &[]).map_err(|e| e.to_string())?;
+    let line = line!() + 1;
+    block::sync();
+    match d.launch_grid(&k, 1, &[]) {
+        Err(QdError::Trace(e)) => outside(&e, "block.sync", line)?,
+        other => return Err(format!("expected the pending misuse error, got {:?}", other.map(|_| ()))),
+    }
+    // Reported once: the next launch runs.
+    d.launch_grid(&k, 1, &[]).map_err(|e| format!("second launch after the report: {e}"))
+}
+
+fn val_kept() -> Result<(), String> {
+    use std::cell::Cell;
+    thread_local! { static KEPT: Cell<Option<Val<i32>>> = const { Cell::new(None) }; }
+    let k = Kernel::explicit("keeps", 32, |_k| KEPT.with(|c| c.set(Some(block::thread_idx()))));
+    k.trace(&Target::cpu(32)).map_err(|e| e.to_string())?;
+    let kept = KEPT.with(|c| c.get()).ok_or("the body did not run")?;
+    let line = line!() + 1;
+    let _ = kept * 2;
+    match qd::trace::take_misuse() {
+        Some(e) => outside(&e, "mul", line)?,
+        None => return Err("no pending misuse error".into()),
+    }
+    match qd::trace::take_misuse() {
+        None => k.trace(&Target::cpu(32)).map(|_| ()).map_err(|e| format!("trace after the report: {e}")),
+        Some(e) => Err(format!("reported twice: {e}")),
+    }
+}
+
+/// A launch refused for `array` declared at `line` of this file: by the emulator's memory budget,
+/// or (`by_target`) by the target's shared-memory limit while tracing.
+fn over_budget(r: Result<(), QdError>, array: &str, line: u32, by_target: bool) -> Result<(), String> {
+    match r {
+        Err(QdError::Emulator(e)) => match &e.kind {
+            EmuErrorKind::ArrayOverBudget { array: a, .. }
+                if a == array
+                    && e.loc.is_some_and(|l| l.file == file!() && l.line == line)
+                    && e.to_string().contains("budget") =>
+            {
+                Ok(())
+            }
+            _ => Err(format!("expected `{array}` over budget at line {line}, got: {e}")),
+        },
+        Err(QdError::Trace(e))
+            if by_target
+                && e.loc.file == file!()
+                && e.loc.line == line
+                && e.message.contains(&format!("`{array}`")) =>
+        {
+            Ok(())
+        }
+        other => Err(format!("expected an over-budget error, got {:?}", other.map(|_| ()))),
+    }
+}
+
+fn local_array_huge() -> Result<(), String> {
+    let line = line!() + 4;
+    let k = Kernel::explicit("huge_local", 32, |k| {
+        let out = k.array::<f64>("out");
+        let t = block::thread_idx();
+        let scratch = local_array::<f64>(u32::MAX);
+        scratch.set(t, 1.0);
+        out.set(t, scratch.get(t));
+    });
+    let d = Device::cpu();
+    let out = d.zeros::<f64>(32).map_err(|e| e.to_string())?;
+    over_budget(d.launch_grid(&k, 1, &[out.arg()]), "local0", line, false)
+}
+
+fn shared_array_huge() -> Result<(), String> {
+    let line = line!() + 4;
+    let k = Kernel::explicit("huge_shared", 32, |k| {
+        let out = k.array::<f64>("out");
+        let t = block::thread_idx();
+        let tile = block::shared_array::<f64>(u32::MAX);
+        tile.set(t, 1.0);
+        out.set(t, tile.get(t));
+    });
+    let d = Device::cpu();
+    let out = d.zeros::<f64>(32).map_err(|e| e.to_string())?;
+    over_budget(d.launch_grid(&k, 1, &[out.arg()]), "shared0", line, true)
+}
+
+/// Library ops, control flow, arrays and kept values outside a kernel body: none panics, and the
+/// first one is the error reported.
+fn many_outside() -> Result<(), String> {
+    use std::cell::Cell;
+    thread_local! { static KEPT: Cell<Option<(Val<i32>, Array<i32>)>> = const { Cell::new(None) }; }
+    let k = Kernel::explicit("keeps_more", 64, |k| {
+        let a = k.array::<i32>("a");
+        KEPT.with(|c| c.set(Some((block::thread_idx(), a))));
+    });
+    k.trace(&Target::cpu(32)).map_err(|e| e.to_string())?;
+    let (t, a) = KEPT.with(|c| c.get()).ok_or("the body did not run")?;
+    let line = line!() + 1;
+    let s = subgroup::shuffle_down(t, 1u32);
+    let sum = subgroup::reduce_add(s);
+    if_(t.lt(3), || a.set(t, sum));
+    let l = local_array::<f32>(4);
+    l.set(0, 1.0);
+    let sh = block::shared_array::<i32>(64);
+    sh.set(t, a.get(t));
+    block::sync();
+    let v = var(0i32);
+    for_range(0, 4, |i| v.set(v.get() + i));
+    let _ = block::reduce_add(v.get(), 64);
+    match qd::trace::take_misuse() {
+        Some(e) => outside(&e, "subgroup.shuffle_down", line)?,
+        None => return Err("no pending misuse error".into()),
+    }
+    let d = Device::cpu();
+    let arr = d.zeros::<i32>(64).map_err(|e| e.to_string())?;
+    d.launch_grid(&k, 1, &[arr.arg()]).map_err(|e| format!("launch after the report: {e}"))
 }

@@ -582,6 +582,8 @@ pub struct ArrayDecl {
     pub dtype: DType,
     /// Element count.
     pub len: u32,
+    /// The user's line that declared it.
+    pub loc: SrcLoc,
 }
 
 /// A local variable declaration.

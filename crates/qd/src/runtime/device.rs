@@ -345,6 +345,12 @@ impl Device {
     /// records its [`CompileStats`] (see [`compile_stats`](Device::compile_stats)).
     pub fn compile(&self, kernel: &Kernel) -> Result<Arc<CompiledKernel>> {
         let start = Instant::now();
+        // A traced op called outside a kernel body earlier on this thread (crate::trace docs).
+        if !crate::trace::is_tracing() {
+            if let Some(e) = crate::trace::take_misuse() {
+                return Err(e.into());
+            }
+        }
         if let Some(p) = self.inner.cache.get(kernel) {
             return Ok(p);
         }

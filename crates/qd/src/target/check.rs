@@ -45,7 +45,19 @@ pub fn check(k: &Kernel, target: &Target, caller: SrcLoc) -> Result<(), TraceErr
     if bytes > 0 {
         let f = Feature::SharedMemory { bytes: u32::try_from(bytes).unwrap_or(u32::MAX) };
         if !ask(f).is_available() {
-            let last = k.shared.last().map(|s| s.name.as_str()).unwrap_or_default();
+            // Blame the array whose allocation crosses the limit (the last one if the limit is
+            // a feature answer rather than the byte count).
+            let max = target.limits().max_shared_bytes as usize;
+            let mut sum = 0usize;
+            let culprit = k
+                .shared
+                .iter()
+                .find(|s| {
+                    sum += s.dtype.size_bytes().max(cell) * s.len as usize;
+                    sum > max
+                })
+                .or(k.shared.last());
+            let last = culprit.map(|s| s.name.as_str()).unwrap_or_default();
             let cells = if cell > 1 {
                 format!(" (elements below {} bits take a {cell}-byte cell)", cell * 8)
             } else {
@@ -54,9 +66,9 @@ pub fn check(k: &Kernel, target: &Target, caller: SrcLoc) -> Result<(), TraceErr
             return Err(TraceError {
                 kernel: k.name.clone(),
                 op: "block.shared_array".into(),
-                loc: k.body.insts.first().map_or(caller, |i| i.loc),
+                loc: culprit.map_or(caller, |s| s.loc),
                 message: format!(
-                    "the kernel's shared arrays take {bytes} bytes{cells} (last: `{last}`), over the {} bytes a block \
+                    "the kernel's shared arrays take {bytes} bytes{cells} (from `{last}` on), over the {} bytes a block \
                      may use on {}",
                     target.limits().max_shared_bytes,
                     target.name()

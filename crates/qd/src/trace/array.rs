@@ -155,8 +155,9 @@ pub fn volatile_load<T: Scalar>(target: Elem<T>) -> Val<T> {
 /// Allocates a block-shared array of `len` elements (one allocation per call site while tracing).
 #[track_caller]
 pub(crate) fn shared_array<T: Scalar>(name: &str, len: u32) -> Array<T> {
+    let loc = super::current_loc();
     let idx = with(|s| {
-        s.kernel.shared.push(ArrayDecl { name: name.to_string(), dtype: T::DTYPE, len });
+        s.kernel.shared.push(ArrayDecl { name: name.to_string(), dtype: T::DTYPE, len, loc });
         s.kernel.shared.len() as u32 - 1
     });
     Array::from_ref(ArrayRef::Shared(idx))
@@ -172,8 +173,9 @@ pub fn local_array<T: Scalar>(len: u32) -> Array<T> {
 /// Allocates a per-thread array of `len` elements called `name` (in the emulator's messages).
 #[track_caller]
 pub(crate) fn local_array_named<T: Scalar>(name: &str, len: u32) -> Array<T> {
+    let loc = super::current_loc();
     let idx = with(|s| {
-        s.kernel.local_arrays.push(ArrayDecl { name: name.to_string(), dtype: T::DTYPE, len });
+        s.kernel.local_arrays.push(ArrayDecl { name: name.to_string(), dtype: T::DTYPE, len, loc });
         s.kernel.local_arrays.len() as u32 - 1
     });
     Array::from_ref(ArrayRef::Local(idx))

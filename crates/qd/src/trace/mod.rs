@@ -4,6 +4,16 @@
 //! Compile-time parameters (sizes, dtypes, operator closures) are ordinary Rust values while tracing.
 //! Every traced operation goes through a thread-local builder; the first mistake is recorded with the
 //! user's source line and returned from [`Kernel::trace`] as a [`TraceError`].
+//!
+//! # Traced operations outside a kernel body
+//!
+//! A traced operation (`subgroup::shuffle`, `block::sync`, arithmetic on a `Val` kept from an
+//! earlier trace...) called when no trace is in progress on this thread does not panic. It runs
+//! against a throwaway builder, its result is meaningless, and the first such call is kept as a
+//! pending [`TraceError`] naming the op and the user's line (kernel [`OUTSIDE_KERNEL`]). That
+//! error is returned by the next [`Kernel::trace`] on the same thread, and so by the next
+//! `Device::compile` or launch there, even of a kernel already compiled; [`take_misuse`] returns
+//! (and clears) it directly.
 
 mod array;
 mod control;
@@ -123,6 +133,11 @@ impl Kernel {
 
     /// Traces the body for `target` and verifies the result.
     pub fn trace(&self, target: &Target) -> Result<ir::Kernel, TraceError> {
+        if !is_tracing() {
+            if let Some(e) = take_misuse() {
+                return Err(e);
+            }
+        }
         let kernel = ir::Kernel {
             name: self.name.clone(),
             launch: self.launch,
@@ -316,15 +331,117 @@ impl State {
 
 /// Runs `f` on the builder of the trace in progress.
 ///
-/// Panics when no trace is in progress: traced operations only make sense inside a kernel body.
+/// With no trace in progress on this thread, `f` runs on the thread's throwaway builder and the
+/// first such call is recorded as a pending misuse error (see the module documentation).
+#[track_caller]
 pub(crate) fn with<R>(f: impl FnOnce(&mut State) -> R) -> R {
+    let loc = SrcLoc::caller();
     BUILDER.with(|b| {
-        let mut b = b.borrow_mut();
-        let state = b
-            .as_mut()
-            .expect("qd: a traced operation was called outside a kernel body (only Kernel::trace runs kernel code)");
-        f(state)
+        let mut guard = b.borrow_mut();
+        match guard.as_mut() {
+            Some(state) => f(state),
+            None => {
+                drop(guard);
+                with_orphan(loc, f)
+            }
+        }
     })
+}
+
+/// The kernel name of an error recorded for a traced operation called outside any kernel body.
+pub const OUTSIDE_KERNEL: &str = "<outside a kernel body>";
+
+/// Placeholder op of a pending misuse until the op that made the call is known.
+const UNKNOWN_OP: &str = "";
+
+thread_local! {
+    /// The throwaway builder traced operations run against outside a kernel body.
+    static ORPHAN: RefCell<Option<State>> = const { RefCell::new(None) };
+}
+
+fn orphan_state() -> State {
+    State {
+        kernel: ir::Kernel {
+            name: OUTSIDE_KERNEL.into(),
+            launch: LaunchKind::Explicit,
+            block_dim: 32,
+            subgroup_size: 32,
+            params: Vec::new(),
+            values: Vec::new(),
+            locals: Vec::new(),
+            shared: Vec::new(),
+            local_arrays: Vec::new(),
+            body: Block::default(),
+        },
+        blocks: vec![Block::default()],
+        error: None,
+        target: Target::cpu(32),
+        generation: next_generation(),
+        loop_depth: 0,
+        in_range: false,
+        op_scope: Vec::new(),
+        control_loc: Vec::new(),
+    }
+}
+
+fn with_orphan<R>(loc: SrcLoc, f: impl FnOnce(&mut State) -> R) -> R {
+    ORPHAN.with(|o| {
+        let mut guard = o.borrow_mut();
+        // Between top-level calls, a long run of misuse starts over rather than growing without
+        // bound (the pending error is kept; values of the old builder are then another trace's).
+        let idle = guard.as_ref().is_some_and(|s| s.blocks.len() == 1 && s.op_scope.is_empty());
+        if idle && guard.as_ref().is_some_and(|s| s.kernel.values.len() > 1 << 16) {
+            let error = guard.take().and_then(|s| s.error);
+            *guard = Some(State { error, ..orphan_state() });
+        }
+        let state = guard.get_or_insert_with(orphan_state);
+        if state.error.is_none() {
+            let message = "called outside a kernel body: traced operations only run while a kernel's closure is \
+                           traced (Kernel::range / Kernel::explicit), and values from a trace are only valid \
+                           inside it"
+                .to_string();
+            let loc = state.user_loc(loc);
+            state.error = Some(TraceError {
+                kernel: OUTSIDE_KERNEL.into(),
+                op: UNKNOWN_OP.into(),
+                loc,
+                message,
+                unsupported: None,
+            });
+        }
+        let emitted = state.blocks.last().map_or(0, |b| b.insts.len());
+        let r = f(state);
+        // Name the op once it is known: the outermost library op, else the first instruction
+        // other than a constant (`val * 2` first makes the constant 2).
+        if state.error.as_ref().is_some_and(|e| e.op == UNKNOWN_OP) {
+            let first_inst = |b: &Block| {
+                let new = b.insts.get(emitted..).unwrap_or_default();
+                new.iter().find(|i| !matches!(i.kind, InstKind::Const { .. })).map(|i| (i.kind.mnemonic(), None))
+            };
+            let named = match state.op_scope.first() {
+                Some(&(name, at)) => Some((name.to_string(), Some(at))),
+                None => state.blocks.last().and_then(first_inst),
+            };
+            if let (Some((op, at)), Some(e)) = (named, state.error.as_mut()) {
+                e.op = op;
+                if let Some(at) = at {
+                    e.loc = at;
+                }
+            }
+        }
+        r
+    })
+}
+
+/// Takes the pending error of a traced operation called outside a kernel body on this thread
+/// (see the module documentation), clearing it. [`Kernel::trace`] returns it when there is one.
+pub fn take_misuse() -> Option<TraceError> {
+    let state = ORPHAN.with(|o| o.borrow_mut().take())?;
+    let mut e = state.error?;
+    if e.op == UNKNOWN_OP {
+        e.op = "traced operation".into();
+    }
+    Some(e)
 }
 
 /// The target of the trace in progress.
@@ -375,11 +492,10 @@ pub struct OpScope {
 
 impl Drop for OpScope {
     fn drop(&mut self) {
-        BUILDER.with(|b| {
-            if let Some(s) = b.borrow_mut().as_mut() {
-                s.op_scope.pop();
-            }
-        });
+        let popped = BUILDER.with(|b| b.borrow_mut().as_mut().map(|s| s.op_scope.pop()).is_some());
+        if !popped {
+            ORPHAN.with(|o| o.borrow_mut().as_mut().map(|s| s.op_scope.pop()));
+        }
     }
 }
 

@@ -88,6 +88,26 @@ pub enum EmuErrorKind {
         /// What is waiting.
         detail: String,
     },
+    /// A block's shared arrays, or its threads' per-thread arrays, exceed the emulator's memory
+    /// budget (`memory::memory_budget`) for the blocks that run at once; nothing was allocated.
+    #[error(
+        "{} array `{array}` needs {bytes} bytes per block ({blocks} blocks run at once), over the emulator's memory \
+         budget of {budget} bytes",
+        if *shared { "shared" } else { "per-thread" }
+    )]
+    ArrayOverBudget {
+        /// The largest array of the block (the one named).
+        array: String,
+        /// A shared array (else per-thread).
+        shared: bool,
+        /// Its bytes in one block (all lanes' copies of a per-thread array; `u64::MAX` when the
+        /// size overflows).
+        bytes: u64,
+        /// Blocks that run at once (the workers).
+        blocks: u32,
+        /// The budget in bytes.
+        budget: u64,
+    },
     /// The arguments do not match the kernel.
     #[error("{0}")]
     BadArguments(String),

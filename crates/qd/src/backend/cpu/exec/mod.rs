@@ -122,16 +122,64 @@ pub fn launch(prog: &Program, geo: LaunchGeometry, args: &[CpuArg], opts: &Optio
         start: Instant::now(),
     };
     let workers = opts.workers.clamp(1, geo.grid as usize);
-    std::thread::scope(|s| {
-        for _ in 0..workers {
-            s.spawn(|| worker(&shared));
-        }
-    });
+    check_array_budget(k, geo, workers)?;
+    if workers == 1 {
+        // One block (or one worker): on the calling thread, saving a thread start per launch.
+        worker(&shared);
+    } else {
+        std::thread::scope(|s| {
+            for _ in 0..workers {
+                s.spawn(|| worker(&shared));
+            }
+        });
+    }
     match shared.error.into_inner() {
         Ok(Some(e)) => Err(e),
         Ok(None) => Ok(()),
         Err(p) => p.into_inner().map_or(Ok(()), Err),
     }
+}
+
+/// Emulator bytes of the shared and per-thread arrays one block of `geo` allocates (8 bytes per
+/// element; a per-thread array once per lane of every subgroup): each array, whether it is shared,
+/// and its bytes (`None` on overflow).
+fn block_array_bytes(k: &Kernel, geo: LaunchGeometry) -> Vec<(&ArrayDecl, bool, Option<u64>)> {
+    let width = u64::from(geo.subgroup_size);
+    let lanes = u64::from(geo.block_dim).div_ceil(width) * width;
+    let shared = k.shared.iter().map(|a| (a, true, u64::from(a.len).checked_mul(8)));
+    let local = k.local_arrays.iter().map(|a| (a, false, u64::from(a.len).checked_mul(8 * lanes)));
+    shared.chain(local).collect()
+}
+
+/// Refuses a launch whose blocks running at once (one per worker) would allocate more shared and
+/// per-thread array memory than the budget, naming the largest array and its line (D18).
+fn check_array_budget(k: &Kernel, geo: LaunchGeometry, workers: usize) -> Result<(), EmuError> {
+    let arrays = block_array_bytes(k, geo);
+    if arrays.is_empty() {
+        return Ok(());
+    }
+    let Some(budget) = super::memory::memory_budget() else { return Ok(()) };
+    let per_block = arrays.iter().try_fold(0u64, |sum, (_, _, b)| b.and_then(|b| sum.checked_add(b)));
+    let total = per_block.and_then(|b| b.checked_mul(workers as u64));
+    if total.is_some_and(|t| t <= budget) {
+        return Ok(());
+    }
+    let (array, shared, bytes) = arrays
+        .iter()
+        .max_by_key(|(_, _, b)| b.unwrap_or(u64::MAX))
+        .map(|(a, shared, b)| (*a, *shared, b.unwrap_or(u64::MAX)))
+        .expect("arrays is not empty");
+    Err(EmuError {
+        kernel: k.name.clone(),
+        loc: Some(array.loc),
+        kind: EmuErrorKind::ArrayOverBudget {
+            array: array.name.clone(),
+            shared,
+            bytes,
+            blocks: u32::try_from(workers).unwrap_or(u32::MAX),
+            budget,
+        },
+    })
 }
 
 fn worker(sh: &Shared) {
@@ -273,5 +321,46 @@ impl<'a, 'b> BlockExec<'a, 'b> {
                 EmuErrorKind::BadArguments(format!("`{}` is not defined on these operand types", kind.mnemonic())),
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn array_bytes_count_every_lane_of_partial_subgroups_and_refuse_overflow() {
+        let decl =
+            |name: &str, len: u32| ArrayDecl { name: name.into(), dtype: DType::F32, len, loc: SrcLoc::caller() };
+        let k = Kernel {
+            name: "k".into(),
+            launch: LaunchKind::Explicit,
+            block_dim: 40,
+            subgroup_size: 32,
+            params: Vec::new(),
+            values: Vec::new(),
+            locals: Vec::new(),
+            shared: vec![decl("s", 10)],
+            local_arrays: vec![decl("l", 3), decl("huge", u32::MAX)],
+            body: Block::default(),
+        };
+        let geo = LaunchGeometry { grid: 1, block_dim: 40, subgroup_size: 32 };
+        let bytes: Vec<_> =
+            block_array_bytes(&k, geo).into_iter().map(|(a, shared, b)| (a.name.clone(), shared, b)).collect();
+        // 40 threads are two 32-lane subgroups: 64 copies of a per-thread array, 8 bytes each.
+        let want = [
+            ("s".into(), true, Some(80)),
+            ("l".into(), false, Some(3 * 8 * 64)),
+            ("huge".into(), false, Some(u64::from(u32::MAX) * 8 * 64)),
+        ];
+        assert_eq!(bytes, want);
+        let e = check_array_budget(&k, geo, 4).unwrap_err();
+        assert_eq!(e.loc.map(|l| l.file), Some(file!()));
+        match e.kind {
+            EmuErrorKind::ArrayOverBudget { array, shared: false, blocks: 4, .. } => assert_eq!(array, "huge"),
+            other => panic!("expected ArrayOverBudget, got {other}"),
+        }
+        let k = Kernel { local_arrays: vec![decl("l", 3)], ..k };
+        assert!(check_array_budget(&k, geo, 4).is_ok());
     }
 }
