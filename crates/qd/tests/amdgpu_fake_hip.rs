@@ -102,5 +102,29 @@ fn the_runtime_against_a_stand_in_for_hip() {
     let d2 = Device::from_name("amdgpu:0").unwrap();
     d2.compile(&scale).unwrap();
     assert_eq!(d2.compile_stats().unwrap().disk, DiskCacheUse::Hit(path.clone()));
+
+    // What makes a device unusable is a typed Unavailable with the reason (the stand-in reads its
+    // settings on every call; qd asks on every open).
+    let unavailable = |want: &str| match Device::from_name("amdgpu") {
+        Err(qd::runtime::Error::Unavailable { backend, reason }) => {
+            assert_eq!(backend, "amdgpu");
+            assert!(reason.contains(want), "{reason}");
+        }
+        Err(e) => panic!("expected Unavailable, got {e}"),
+        Ok(d) => panic!("expected Unavailable, got {}", d.name()),
+    };
+    std::env::set_var("FAKE_HIP_WAVE", "32");
+    unavailable("reports a 32-wide wavefront");
+    std::env::set_var("FAKE_HIP_ARCH", "gfx1100");
+    let rdna = Device::from_name("amdgpu").unwrap(); // RDNA reports 32 and runs wave64 code objects
+    assert_eq!((rdna.target().name().as_str(), rdna.subgroup_size()), ("amdgpu:gfx1100", 64));
+    std::env::set_var("FAKE_HIP_ARCH", "gfx1030");
+    unavailable("unknown AMDGPU architecture `gfx1030`");
+    std::env::remove_var("FAKE_HIP_ARCH");
+    std::env::remove_var("FAKE_HIP_WAVE");
+    std::fs::remove_file(root.join("llvm")).unwrap();
+    if !Path::new("/opt/rocm/llvm/bin/llc").exists() {
+        unavailable("llc and ld.lld were not found");
+    }
     let _ = std::fs::remove_dir_all(&root);
 }
