@@ -1,8 +1,11 @@
 //! The AMDGPU runtime: AMD GPUs through HIP (`libamdhip64`, loaded at run time), built with the
 //! `amdgpu` cargo feature. **It has not been run on AMD hardware by this project**: what is tested
-//! here is that without ROCm every entry point is a typed [`Error::Unavailable`](crate::runtime::Error::Unavailable),
-//! the kernel-argument packing and the mapping from a device's `gcnArchName` to an
-//! [`AmdgpuArch`](crate::backend::amdgpu::AmdgpuArch); the code it loads is the `.ll` that
+//! is that without ROCm every entry point is a typed [`Error::Unavailable`](crate::runtime::Error::Unavailable)
+//! (`tests/amdgpu_runtime.rs`), the kernel-argument packing and the mapping from a device's
+//! `gcnArchName` to an [`AmdgpuArch`](crate::backend::amdgpu::AmdgpuArch) (unit tests), and the
+//! whole runtime against a stand-in for HIP written in C with Debian's LLVM 19 in place of ROCm's
+//! (`tests/amdgpu_fake_hip.rs`: properties, refusals, arrays, code objects on disk, the kernarg
+//! buffer a launch hands over; no kernel runs there). The code it loads is the `.ll` that
 //! `scripts/test-amdgpu.sh` assembles and links with llc-19 / ld.lld-19 and checks instruction by
 //! instruction (crates/qd/tests/amdgpu_isa.rs).
 //!
