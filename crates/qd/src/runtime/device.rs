@@ -1,7 +1,8 @@
 //! [`Device`], what user code holds, and the [`Runtime`] trait it dispatches to: one
 //! implementation per runtime (the CPU emulator in `cpu.rs`, CUDA in `cuda/`, Vulkan in
-//! `vulkan/`, Metal in `metal/`, AMDGPU in `amdgpu/`), so a new runtime is one module implementing three traits: [`Runtime`] for the
-//! device, [`RuntimeArray`] for its memory, [`RuntimeKernel`] for its loaded kernels.
+//! `vulkan/`, Metal in `metal/`, AMDGPU in `amdgpu/`), so a new runtime is one module implementing
+//! three traits: [`Runtime`] for the device, [`RuntimeArray`] for its memory, [`RuntimeKernel`] for
+//! its loaded kernels.
 //!
 //! What is the same on every runtime lives here: the in-memory kernel cache, tracing, the argument
 //! checks and the D1 grid of range kernels, so a mistake reads the same everywhere.
