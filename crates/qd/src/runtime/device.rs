@@ -503,6 +503,7 @@ impl Device {
     /// * Vulkan: the host clock around the whole launch: parameter-block upload, descriptor set
     ///   and command buffer recording, submission, and the wait on the fence. Tens of microseconds
     ///   of host work are included; compare large launches only.
+    /// * AMDGPU: the host clock around `hipModuleLaunchKernel` and `hipDeviceSynchronize`.
     /// * CPU emulator: the host clock around the emulated launch (the emulator's speed, not a GPU's).
     ///
     /// Compiling is never timed: the first call compiles (or finds the kernel in the caches) before
