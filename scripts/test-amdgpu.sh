@@ -6,7 +6,9 @@
 #      ld.lld-19 -shared into a code object; any failure fails the stage.
 #   3. Where Debian's llc-22 is installed, every gfx942 file is compiled by it too (ROCm's LLVM is
 #      newer than 19, so the text must not depend on what 19 alone accepts).
-# The ISA checks (crates/qd/tests/amdgpu_isa.rs) run with `cargo test`. llvm-19 and lld-19 are
+# Also: the HIP runtime (cargo feature `amdgpu`) is built, linted and tested (without ROCm, and
+# against a stand-in for HIP). The ISA checks
+# (crates/qd/tests/amdgpu_isa.rs) run with `cargo test`. llvm-19 and lld-19 are
 # installed with apt-get when missing (as root); llvm-22 is used only when present.
 set -euo pipefail
 
@@ -32,6 +34,11 @@ fi
 LLC22="$(command -v llc-22 || true)"
 
 cargo build --release -q -p qd-cli || die "cargo build --release -p qd-cli failed"
+# The HIP runtime (feature `amdgpu`) builds and lints here; it needs ROCm and an AMD GPU to run.
+cargo build -q -p qd --features amdgpu || die "cargo build -p qd --features amdgpu failed"
+cargo clippy -q -p qd --features amdgpu --all-targets -- -D warnings || die "cargo clippy -p qd --features amdgpu failed"
+cargo test -q -p qd --features amdgpu --test amdgpu_runtime --test amdgpu_fake_hip --lib -- runtime::amdgpu without_rocm stand_in ||
+    die "the AMDGPU runtime's tests failed (cargo test -p qd --features amdgpu)"
 QD="${CARGO_TARGET_DIR:-$ROOT/target}/release/qd"
 OUT="$(mktemp -d)"
 trap 'rm -rf "$OUT"' EXIT

@@ -63,7 +63,8 @@ fn a_filter_matching_nothing_fails() {
 
 #[test]
 fn an_unavailable_backend_fails() {
-    // No CUDA driver on CI; no 100th Vulkan device anywhere; metal has no runtime here and amdgpu none yet.
+    // No CUDA driver on CI; no 100th Vulkan device anywhere; metal has no runtime here; no ROCm on CI
+    // (or no `amdgpu` feature).
     for backend in ["cuda", "vulkan:99", "metal", "amdgpu", "cpu:sg3", "nonsense"] {
         let o = qd(&["conformance", "--backend", backend]);
         assert!(!o.status.success(), "{backend}");
@@ -96,6 +97,25 @@ fn info_lists_backends() {
     assert!(out.contains(env!("CARGO_PKG_VERSION")));
     for name in ["cpu:sg4", "cpu:sg64", "cuda", "vulkan"] {
         assert!(out.contains(name), "{name} missing from qd info");
+    }
+}
+
+/// Without ROCm (CI), `qd info` says amdgpu is not available and why: HIP not found with the
+/// `amdgpu` feature, the missing feature without it.
+#[test]
+fn info_says_why_amdgpu_is_not_available() {
+    let o = qd(&["info"]);
+    assert!(o.status.success());
+    let out = stdout(&o);
+    let line = out.lines().find(|l| l.trim_start().starts_with("amdgpu ")).expect("an amdgpu line");
+    if line.contains(" available  ") && !line.contains("not available") {
+        return; // a machine with ROCm and an AMD GPU
+    }
+    assert!(line.contains("not available"), "{line}");
+    if cfg!(feature = "amdgpu") {
+        assert!(line.contains("ROCm/HIP was not found") || line.contains("llc"), "{line}");
+    } else {
+        assert!(line.contains("`amdgpu` cargo feature"), "{line}");
     }
 }
 

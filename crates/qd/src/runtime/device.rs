@@ -1,7 +1,8 @@
 //! [`Device`], what user code holds, and the [`Runtime`] trait it dispatches to: one
 //! implementation per runtime (the CPU emulator in `cpu.rs`, CUDA in `cuda/`, Vulkan in
-//! `vulkan/`), so a new runtime is one module implementing three traits: [`Runtime`] for the
-//! device, [`RuntimeArray`] for its memory, [`RuntimeKernel`] for its loaded kernels.
+//! `vulkan/`, Metal in `metal/`, AMDGPU in `amdgpu/`), so a new runtime is one module implementing
+//! three traits: [`Runtime`] for the device, [`RuntimeArray`] for its memory, [`RuntimeKernel`] for
+//! its loaded kernels.
 //!
 //! What is the same on every runtime lives here: the in-memory kernel cache, tracing, the argument
 //! checks and the D1 grid of range kernels, so a mistake reads the same everywhere.
@@ -243,14 +244,30 @@ impl Device {
         Ok(Device::new(name, runtime))
     }
 
-    /// A device by its command-line name (D10): `cpu`, `cpu:sgN`, `cuda[:N]`, `vulkan[:N]`, or the
+    /// AMD GPU `ordinal` (`amdgpu:N`, in HIP's order) through HIP, with the `amdgpu` cargo feature.
+    /// Kernels are traced for [`Target::amdgpu`] of the device's architecture (from its
+    /// `gcnArchName`) and made into code objects by ROCm's own `llc` and `ld.lld`, cached on disk.
+    ///
+    /// Without ROCm (no `libamdhip64` under `$ROCM_PATH/lib`, `/opt/rocm/lib` or the loader's
+    /// path), without its LLVM, with no such device, with an architecture the code generator does
+    /// not know, or with a wavefront size it cannot run, this is [`Error::Unavailable`] with the
+    /// reason; in a build without the feature [`Error::BackendNotBuilt`]. Not yet run on AMD
+    /// hardware by this project.
+    pub fn amdgpu(ordinal: u32) -> Result<Device> {
+        let name = format!("amdgpu:{ordinal}");
+        let runtime = super::amdgpu::open(ordinal, &name)?;
+        Ok(Device::new(name, runtime))
+    }
+
+    /// A device by its command-line name (D10): `cpu`, `cpu:sgN`, `cuda[:N]`, `vulkan[:N]`,
+    /// `metal[:0]`, `amdgpu[:N]`, or the
     /// emulator wearing another target's features, `cpu[:sgN]@<target>` with `<target>` one of
     /// `amdgpu[:gfxN]`, `metal`, `cuda:sm_N` (see [`Device::cpu_wearing`]), in strict mode: an
     /// implementation-defined result reaching memory is an error, so a library path that leans on
     /// one GPU's behaviour shows up before that GPU is in reach.
     ///
     /// `cuda` is `cuda:0` and `vulkan` is `vulkan:0`; the device's [`name`](Device::name) is always
-    /// `cuda:N` or `vulkan:N`.
+    /// `cuda:N` or `vulkan:N` (`amdgpu` is `amdgpu:0`).
     pub fn from_name(name: &str) -> Result<Device> {
         let unavailable = |reason: &str| Error::Unavailable { backend: name.to_string(), reason: reason.to_string() };
         if let Some((emulator, worn)) = name.split_once('@') {
@@ -292,8 +309,19 @@ impl Device {
                 let ordinal: u32 = n["metal:".len()..].parse().map_err(|_| unavailable("expected metal or metal:0"))?;
                 Device::metal(ordinal).map_err(|e| rename_unavailable(e, name))
             }
-            "amdgpu" => Err(unavailable("this build has no runtime for it")),
-            _ => Err(unavailable("unknown backend; expected cpu, cpu:sgN, cuda[:N], vulkan[:N], metal[:0], amdgpu")),
+            "amdgpu" => Device::amdgpu(0).map_err(|e| rename_unavailable(e, name)),
+            n if n.starts_with("amdgpu:") => {
+                let ordinal: u32 = n["amdgpu:".len()..].parse().map_err(|_| {
+                    unavailable(
+                        "expected amdgpu or amdgpu:N with N a device index (see `qd info`); amdgpu:gfxNNN \
+                         names a target, for `qd emit` and `cpu@amdgpu:gfxNNN`",
+                    )
+                })?;
+                Device::amdgpu(ordinal).map_err(|e| rename_unavailable(e, name))
+            }
+            _ => {
+                Err(unavailable("unknown backend; expected cpu, cpu:sgN, cuda[:N], vulkan[:N], metal[:0], amdgpu[:N]"))
+            }
         }
     }
 
@@ -481,6 +509,7 @@ impl Device {
     /// * Vulkan: the host clock around the whole launch: parameter-block upload, descriptor set
     ///   and command buffer recording, submission, and the wait on the fence. Tens of microseconds
     ///   of host work are included; compare large launches only.
+    /// * AMDGPU: the host clock around `hipModuleLaunchKernel` and `hipDeviceSynchronize`.
     /// * CPU emulator: the host clock around the emulated launch (the emulator's speed, not a GPU's).
     ///
     /// Compiling is never timed: the first call compiles (or finds the kernel in the caches) before
@@ -559,8 +588,11 @@ mod tests {
     /// A build without a GPU runtime's feature names the feature instead of looking for a driver.
     #[test]
     fn a_runtime_left_out_of_the_build_says_which_feature_brings_it() {
-        let cases: [(&str, &str, bool); 2] =
-            [("cuda", "cuda:0", cfg!(feature = "cuda")), ("vulkan", "vulkan:0", cfg!(feature = "vulkan"))];
+        let cases: [(&str, &str, bool); 3] = [
+            ("cuda", "cuda:0", cfg!(feature = "cuda")),
+            ("vulkan", "vulkan:0", cfg!(feature = "vulkan")),
+            ("amdgpu", "amdgpu:0", cfg!(feature = "amdgpu")),
+        ];
         for (backend, name, built) in cases {
             if built {
                 continue;

@@ -1,5 +1,6 @@
-//! The on-disk cubin cache of the CUDA runtime: a second process loads the cubin the first one
-//! linked instead of running the driver's PTX JIT again.
+//! The on-disk cache of compiled kernels: a second process loads the cubin (CUDA) or the code
+//! object (AMDGPU, `amdgpu/<gfx>/<key>.hsaco`) the first one made instead of running the driver's
+//! PTX JIT (or ROCm's `llc` and `ld.lld`) again.
 //!
 //! * Where: `$QD_CACHE_DIR/cuda/sm_XX/<key>.cubin`; without `QD_CACHE_DIR`, `~/.cache/qd`.
 //! * Off: `QD_CACHE_DISABLE=1` (any value but empty or `0`), or [`CudaOptions`](super::CudaOptions).
@@ -14,9 +15,9 @@
 
 // The cubin cache itself is only used by the CUDA runtime; the settings it reads from the
 // environment are part of `CudaOptions`, which every build has.
-#[cfg(any(feature = "cuda", test))]
+#[cfg(any(feature = "cuda", feature = "amdgpu", test))]
 use std::io::Write;
-#[cfg(any(feature = "cuda", test))]
+#[cfg(any(feature = "cuda", feature = "amdgpu", test))]
 use std::path::Path;
 use std::path::PathBuf;
 
@@ -43,7 +44,7 @@ pub(crate) fn dir_from_env() -> Option<PathBuf> {
     std::env::var_os("HOME").filter(|h| !h.is_empty()).map(|h| PathBuf::from(h).join(".cache").join("qd"))
 }
 
-#[cfg(any(feature = "cuda", test))]
+#[cfg(any(feature = "cuda", feature = "amdgpu", test))]
 /// 128-bit FNV-1a.
 fn fnv1a_128(parts: &[&[u8]]) -> u128 {
     const OFFSET: u128 = 0x6c62272e07bb014262b821756295c58d;
@@ -59,21 +60,22 @@ fn fnv1a_128(parts: &[&[u8]]) -> u128 {
     h
 }
 
-#[cfg(any(feature = "cuda", test))]
+#[cfg(any(feature = "cuda", feature = "amdgpu", test))]
 /// The cache key of a PTX module for compute capability `sm` under driver `driver_version`.
+#[cfg(any(feature = "cuda", test))]
 pub(crate) fn key(ptx: &str, sm: u32, driver_version: u32) -> String {
     let h = fnv1a_128(&[FORMAT_TAG, &sm.to_le_bytes(), &driver_version.to_le_bytes(), ptx.as_bytes()]);
     format!("{h:032x}")
 }
 
-#[cfg(any(feature = "cuda", test))]
+#[cfg(any(feature = "cuda", feature = "amdgpu", test))]
 /// A cubin cache rooted at one folder.
 #[derive(Clone, Debug)]
 pub(crate) struct DiskCache {
     root: PathBuf,
 }
 
-#[cfg(any(feature = "cuda", test))]
+#[cfg(any(feature = "cuda", feature = "amdgpu", test))]
 impl DiskCache {
     /// A cache under `root` (created on the first store).
     pub(crate) fn new(root: PathBuf) -> DiskCache {
@@ -86,8 +88,15 @@ impl DiskCache {
     }
 
     /// Where the cubin for `key` and `sm` lives.
+    #[cfg(any(feature = "cuda", test))]
     pub(crate) fn path(&self, key: &str, sm: u32) -> PathBuf {
         self.root.join("cuda").join(format!("sm_{sm}")).join(format!("{key}.cubin"))
+    }
+
+    /// Where the file `key.ext` of `backend`'s target `arch` lives (`<root>/<backend>/<arch>/<key>.<ext>`).
+    #[cfg(any(feature = "amdgpu", test))]
+    pub(crate) fn path_for(&self, backend: &str, arch: &str, key: &str, ext: &str) -> PathBuf {
+        self.root.join(backend).join(arch).join(format!("{key}.{ext}"))
     }
 
     /// The stored cubin, if there is one that looks like an ELF image.
@@ -121,6 +130,14 @@ impl DiskCache {
     }
 }
 
+#[cfg(any(feature = "amdgpu", test))]
+/// A cache key from a format tag and the parts that must all match (toolchain, target, source).
+pub(crate) fn key_of(tag: &[u8], parts: &[&[u8]]) -> String {
+    let mut all = vec![tag];
+    all.extend_from_slice(parts);
+    format!("{:032x}", fnv1a_128(&all))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,6 +150,20 @@ mod tests {
         assert_ne!(k, key(".version 8.0 ", 90, 13000));
         assert_ne!(k, key(".version 8.0", 80, 13000));
         assert_ne!(k, key(".version 8.0", 90, 12080));
+    }
+
+    #[test]
+    fn code_object_keys_and_paths() {
+        let k = key_of(b"tag", &[b"gfx942", b"llc 19", b"define"]);
+        assert_eq!(k.len(), 32);
+        assert_ne!(k, key_of(b"tag", &[b"gfx90a", b"llc 19", b"define"]));
+        assert_ne!(k, key_of(b"tag", &[b"gfx942", b"llc 20", b"define"]));
+        assert_ne!(k, key_of(b"tag", &[b"gfx942llc 19", b"", b"define"]));
+        let cache = DiskCache::new(PathBuf::from("/c"));
+        assert_eq!(
+            cache.path_for("amdgpu", "gfx942", &k, "hsaco"),
+            PathBuf::from(format!("/c/amdgpu/gfx942/{k}.hsaco"))
+        );
     }
 
     #[test]

@@ -17,7 +17,10 @@
 //!   storage buffers, kernels are SPIR-V from the SPIR-V lowering, compute pipelines cached in
 //!   memory per device;
 //! * Metal (`metal`, `metal:0`, `metal/`, cargo feature `metal`, macOS only): arrays are shared
-//!   buffers, kernels are MSL from the MSL printer compiled by Metal; not yet run on Apple hardware.
+//!   buffers, kernels are MSL from the MSL printer compiled by Metal; not yet run on Apple hardware;
+//! * AMDGPU (`amdgpu`, `amdgpu:N`, `amdgpu/`, cargo feature `amdgpu`): HIP loaded at run time,
+//!   arrays are `hipMalloc` allocations, kernels are LLVM IR from the AMDGPU printer made into code
+//!   objects by ROCm's `llc`/`ld.lld` (cached on disk); not yet run on AMD hardware.
 //!
 //! A build without a GPU runtime's feature has no driver bindings for it (no `cudarc`, no `ash`):
 //! its devices are [`Error::BackendNotBuilt`] and [`available_devices`] leaves them out. The code
@@ -27,6 +30,7 @@
 //! (`launch.rs`), so a mistake reads the same on every backend. The rest: `errors.rs` ([`Error`]),
 //! `info.rs` ([`DeviceInfo`], [`CompileStats`]), `cache.rs` (the in-memory kernel cache).
 
+mod amdgpu;
 mod array;
 mod cache;
 mod cpu;
@@ -55,7 +59,8 @@ pub type Grid = u32;
 /// then `cuda:N` for each GPU the CUDA driver reports (none without a driver, or in a build without
 /// the `cuda` feature), then `vulkan:N` for each device the Vulkan loader enumerates, in its order
 /// (none without a loader or driver, or in a build without the `vulkan` feature), then `metal:0`
-/// on a Mac with the `metal` feature.
+/// on a Mac with the `metal` feature, then `amdgpu:N` for each GPU HIP reports (none without ROCm,
+/// or in a build without the `amdgpu` feature).
 ///
 /// A listed Vulkan device may still be unusable (too old, missing subgroup operations):
 /// [`Device::from_name`] says why.
@@ -65,5 +70,6 @@ pub fn available_devices() -> Vec<String> {
     names.extend((0..cuda::device_count()).map(|i| format!("cuda:{i}")));
     names.extend((0..vulkan::device_count()).map(|i| format!("vulkan:{i}")));
     names.extend((0..metal::device_count()).map(|i| format!("metal:{i}")));
+    names.extend((0..amdgpu::device_count()).map(|i| format!("amdgpu:{i}")));
     names
 }
