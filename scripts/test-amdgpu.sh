@@ -5,8 +5,8 @@
 #   2. Every gfx942 and gfx1100 file is assembled by llc-19 (-mattr=+wavefrontsize64) and linked by
 #      ld.lld-19 -shared into a code object; any failure fails the stage.
 #   3. Where Debian's llvm-22 is installed, every gfx942 and gfx1100 file is parsed and verified by
-#      its llvm-as-22 too (ROCm's LLVM is newer than 19, so the text must not depend on what 19
-#      alone accepts).
+#      its opt-22 (-passes=verify) too: ROCm's LLVM is newer than 19, so the text must not depend
+#      on what 19 alone accepts.
 # Also: the HIP runtime (cargo feature `amdgpu`) is built, linted and tested (without ROCm, and
 # against a stand-in for HIP). The ISA checks
 # (crates/qd/tests/amdgpu_isa.rs) run with `cargo test`. llvm-19 and lld-19 are
@@ -32,7 +32,7 @@ if ((${#need[@]})); then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}" </dev/null ||
         die "apt-get install ${need[*]} failed; $hint"
 fi
-LLC22="$(command -v llvm-as-22 || true)"
+LLC22="$(command -v opt-22 || true)"
 
 cargo build --release -q -p qd-cli || die "cargo build --release -p qd-cli failed"
 # The HIP runtime (feature `amdgpu`) builds and lints here; it needs ROCm and an AMD GPU to run.
@@ -59,16 +59,17 @@ check_one() {
     ld.lld-19 -shared -o "$OUT/$gfx/$base.so" "$OUT/$gfx/$base.o" >>"$OUT/$gfx/$base.log" 2>&1 ||
         { echo "NOT LINKED ($gfx): $base"; cat "$OUT/$gfx/$base.log"; return; }
     if [[ -n "$LLC22" ]]; then
-        # Parsed and verified by LLVM 22 (ROCm's LLVM is newer than 19): llvm-as reads the text and
+        # Parsed and verified by LLVM 22 (ROCm's LLVM is newer than 19): opt reads the text, takes
+        # the data layout from the module's amdgcn triple (address space 3 has 32-bit pointers) and
         # runs the IR verifier, which is what "a newer LLVM accepts it" needs, at a fraction of llc's cost.
-        "$LLC22" -o /dev/null "$f" \
+        "$LLC22" -passes=verify -disable-output "$f" \
             >>"$OUT/$gfx/$base.log" 2>&1 || { echo "REJECTED by LLVM 22 ($gfx): $base"; cat "$OUT/$gfx/$base.log"; }
     fi
     rm -f "$OUT/$gfx/$base.o" "$OUT/$gfx/$base.so"
 }
 export -f check_one
 
-[[ -n "$LLC22" ]] || echo "llvm-as-22 (Debian llvm-22) not installed: the files are checked with LLVM 19 only"
+[[ -n "$LLC22" ]] || echo "opt-22 (Debian llvm-22) not installed: the files are checked with LLVM 19 only"
 for gfx in gfx942 gfx1100; do
     find "$OUT/$gfx" -name '*.ll' -print0 |
         xargs -0 -P "$(nproc)" -I{} bash -c 'check_one "$1" "$2"' _ "$gfx" {} >"$OUT/$gfx.failures"
