@@ -133,10 +133,10 @@ pub fn producer_consumer_with(split: Split, wait: Wait) -> Check {
             || {
                 let value = src.get(block::block_idx());
                 data.set(0, value);
+                // The flag is published with an atomic, a strong store in the PTX memory model: a
+                // plain store would race with the consumers' polling, formally (compute-sanitizer
+                // racecheck, docs/gpu-records/2026-11-25-h100-sanitizers).
                 wait.fence(); // the data write is ordered before the flag store
-                // Published with an atomic, a strong store in the PTX memory model: a plain store
-                // would race with the consumers' polling, formally (compute-sanitizer racecheck,
-                // docs/gpu-records/2026-11-25-h100-sanitizers).
                 atomic_exchange(flag.at(0), 1);
                 out.set(g, value);
             },
