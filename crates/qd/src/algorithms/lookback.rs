@@ -157,9 +157,10 @@ enum Words {
 }
 
 impl TileStates {
-    /// A status: `epoch << 2 | state`.
+    /// A status: `epoch << 2 | state` (values of `read`'s status below `status(AGGREGATE)` are
+    /// invalid: unpublished, an earlier launch's, or words that disagree).
     #[track_caller]
-    fn status(&self, state: u32) -> Val<u32> {
+    pub(crate) fn status(&self, state: u32) -> Val<u32> {
         (self.epoch << 2u32) | state
     }
 
