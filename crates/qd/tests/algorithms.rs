@@ -2,7 +2,7 @@
 //! tile, both look-back paths, the typed errors. The conformance suite (`algorithms/*`) runs the
 //! same algorithms on every device with adversarial inputs.
 
-use qd::algorithms::{self, Error, Operator, TileOrder, Tuning, Workspace};
+use qd::algorithms::{self, Error, Operator, Predicate, TileOrder, Tuning, Workspace};
 use qd::prelude::*;
 
 fn rng(seed: u64) -> impl FnMut() -> u64 {
@@ -149,4 +149,34 @@ fn bad_calls_are_typed_errors_with_the_callers_line() {
     let mut ws = Workspace::with_tuning(&d, Tuning { block: Some(100), ..Tuning::default() });
     let e = ws.inclusive_scan(&x, &x.clone(), &Operator::add()).unwrap_err();
     assert!(e.to_string().contains("multiple of the subgroup size"), "{e}");
+}
+
+#[test]
+fn select_keeps_flagged_and_predicated_elements_in_order() {
+    for (name, tuning) in [
+        ("cpu:sg8", small()),
+        ("cpu:sg64", Tuning { block: Some(128), items: Some(5), ..Tuning::default() }),
+        ("cpu:sg16", Tuning { order: TileOrder::Reversed, ..small() }),
+        ("cpu:sg32@metal", Tuning { force_fallback: true, ..small() }),
+    ] {
+        let d = Device::from_name(name).unwrap();
+        let mut ws = Workspace::with_tuning(&d, tuning);
+        let mut next = rng(4);
+        for n in [0usize, 1, 191, 1500] {
+            let x: Vec<i32> = (0..n).map(|_| next() as i32).collect();
+            let flags: Vec<u8> = (0..n).map(|_| (next() % 3 == 0) as u8 * 7).collect();
+            let (a, f) = (d.array_from(&x).unwrap(), d.array_from(&flags).unwrap());
+            let out = d.zeros::<i32>(n).unwrap();
+            let count = d.array_from(&[99u32]).unwrap();
+            ws.select_flagged(&a, &f, &out, &count).unwrap();
+            let want: Vec<i32> = x.iter().zip(&flags).filter(|(_, &f)| f != 0).map(|(&v, _)| v).collect();
+            assert_eq!(count.to_vec().unwrap(), [want.len() as u32], "{name} n = {n}");
+            assert_eq!(out.to_vec().unwrap()[..want.len()], want[..], "{name} n = {n}");
+            let odd = Predicate::new("odd", |v: Val<i32>| (v & 1).ne(0));
+            ws.select_if(&a, &out, &count, &odd).unwrap();
+            let want: Vec<i32> = x.iter().copied().filter(|v| v & 1 != 0).collect();
+            assert_eq!(count.to_vec().unwrap(), [want.len() as u32], "{name} n = {n}");
+            assert_eq!(out.to_vec().unwrap()[..want.len()], want[..], "{name} n = {n}");
+        }
+    }
 }

@@ -34,9 +34,11 @@ pub(crate) mod lookback;
 mod operator;
 mod reduce;
 mod scan;
+mod select;
 pub(crate) mod tile;
 
 pub use operator::Operator;
+pub use select::{select_flagged, select_if, Predicate};
 
 use crate::ir::{DType, SrcLoc};
 use crate::runtime::{Arg, Device, DeviceArray, Grid};
