@@ -200,7 +200,7 @@ fn select_kernel<T: Scalar>(rule: &Rule<T>, block: u32, items: u32, tuning: &Tun
             for (j, &v) in vals.iter().enumerate() {
                 let keep = kept[j];
                 if_(keep, || sh.set(rank.cast::<i32>(), v));
-                rank = rank + select(keep, 1u32, 0u32);
+                rank += select(keep, 1u32, 0u32);
             }
         };
         let combine = |a: &[Val<u32>], b: &[Val<u32>]| -> Pieces { vec![a[0] + b[0]] };
