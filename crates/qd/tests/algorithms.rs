@@ -164,7 +164,7 @@ fn select_keeps_flagged_and_predicated_elements_in_order() {
         let mut next = rng(4);
         for n in [0usize, 1, 191, 1500] {
             let x: Vec<i32> = (0..n).map(|_| next() as i32).collect();
-            let flags: Vec<u8> = (0..n).map(|_| (next() % 3 == 0) as u8 * 7).collect();
+            let flags: Vec<u8> = (0..n).map(|_| next().is_multiple_of(3) as u8 * 7).collect();
             let (a, f) = (d.array_from(&x).unwrap(), d.array_from(&flags).unwrap());
             let out = d.zeros::<i32>(n).unwrap();
             let count = d.array_from(&[99u32]).unwrap();
