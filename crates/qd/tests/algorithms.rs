@@ -2,7 +2,7 @@
 //! tile, both look-back paths, the typed errors. The conformance suite (`algorithms/*`) runs the
 //! same algorithms on every device with adversarial inputs.
 
-use qd::algorithms::{self, Error, Operator, Predicate, TileOrder, Tuning, Workspace};
+use qd::algorithms::{self, Error, Operator, Predicate, Sample, TileOrder, Tuning, Workspace};
 use qd::prelude::*;
 
 fn rng(seed: u64) -> impl FnMut() -> u64 {
@@ -179,4 +179,48 @@ fn select_keeps_flagged_and_predicated_elements_in_order() {
             assert_eq!(out.to_vec().unwrap()[..want.len()], want[..], "{name} n = {n}");
         }
     }
+}
+
+fn host_histogram<T: Sample>(x: &[T], bins: u32, lower: T, upper: T) -> Vec<u32> {
+    let mut h = vec![0u32; bins as usize];
+    for &v in x {
+        if let Some(b) = v.bin_even(bins, lower, upper) {
+            h[b as usize] += 1;
+        }
+    }
+    h
+}
+
+#[test]
+fn histogram_even_counts_integer_and_float_samples_and_drops_the_rest() {
+    let d = Device::from_name("cpu:sg16").unwrap();
+    let mut ws = Workspace::with_tuning(&d, Tuning { block: Some(64), items: Some(4), ..Tuning::default() });
+    let mut next = rng(5);
+    let n = 3001;
+    let x: Vec<i16> = (0..n).map(|_| next() as i16).collect();
+    let a = d.array_from(&x).unwrap();
+    let h = d.zeros::<u32>(300).unwrap();
+    for (bins, lo, hi) in [(7u32, -1000i16, 1000), (256, i16::MIN, i16::MAX), (300, 0, 3)] {
+        ws.histogram_even(&a, &h, bins, lo, hi).unwrap();
+        assert_eq!(h.to_vec().unwrap()[..bins as usize], host_histogram(&x, bins, lo, hi)[..], "{bins} [{lo}, {hi})");
+    }
+    // 64-bit samples take 64-bit arithmetic where (upper - lower) * bins needs it.
+    let x: Vec<u64> = (0..n).map(|_| next()).collect();
+    let a = d.array_from(&x).unwrap();
+    ws.histogram_even(&a, &h, 100, 1 << 40, u64::MAX / 1000).unwrap();
+    assert_eq!(h.to_vec().unwrap()[..100], host_histogram(&x, 100, 1 << 40, u64::MAX / 1000)[..]);
+    let e = ws.histogram_even(&a, &h, 2, 0, u64::MAX).unwrap_err();
+    assert!(e.to_string().contains("overflows 64 bits"), "{e}");
+    let x: Vec<f32> = (0..n).map(|_| (next() % 20000) as f32 / 7000.0 - 0.5).chain([f32::NAN, 1.0]).collect();
+    let a = d.array_from(&x).unwrap();
+    for _ in 0..2 {
+        ws.histogram_even(&a, &h, 10, 0.0, 1.0).unwrap();
+        assert_eq!(h.to_vec().unwrap()[..10], host_histogram(&x, 10, 0.0f32, 1.0)[..]);
+    }
+    let e = ws.histogram_even(&a, &h, 0, 0.0, 1.0).unwrap_err();
+    assert!(matches!(e, Error::Invalid { .. }), "{e}");
+    let e = ws.histogram_even(&a, &h, 10, 1.0, 1.0).unwrap_err();
+    assert!(e.to_string().contains("is empty"), "{e}");
+    let e = ws.histogram_even(&a, &h, algorithms::MAX_BINS + 1, 0.0, 1.0).unwrap_err();
+    assert!(e.to_string().contains("4096"), "{e}");
 }

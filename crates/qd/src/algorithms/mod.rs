@@ -30,6 +30,7 @@
 //! assert_eq!(output.to_vec().unwrap(), [0, 3, 4, 8, 9, 14, 23, 25]);
 //! ```
 
+mod histogram;
 pub(crate) mod lookback;
 mod operator;
 mod reduce;
@@ -37,6 +38,7 @@ mod scan;
 mod select;
 pub(crate) mod tile;
 
+pub use histogram::{histogram_even, Sample, MAX_BINS};
 pub use operator::Operator;
 pub use select::{select_flagged, select_if, Predicate};
 
