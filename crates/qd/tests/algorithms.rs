@@ -224,3 +224,53 @@ fn histogram_even_counts_integer_and_float_samples_and_drops_the_rest() {
     let e = ws.histogram_even(&a, &h, algorithms::MAX_BINS + 1, 0.0, 1.0).unwrap_err();
     assert!(e.to_string().contains("4096"), "{e}");
 }
+
+/// Runs of equal keys: (first key, sum of values) per run.
+fn host_runs<K: PartialEq + Copy, V: Copy>(k: &[K], v: &[V], id: V, f: impl Fn(V, V) -> V) -> (Vec<K>, Vec<V>) {
+    let (mut keys, mut aggs) = (Vec::new(), Vec::<V>::new());
+    for (i, (&key, &val)) in k.iter().zip(v).enumerate() {
+        if i == 0 || k[i - 1] != key {
+            keys.push(key);
+            aggs.push(f(id, val));
+        } else {
+            let last = aggs.last_mut().unwrap();
+            *last = f(*last, val);
+        }
+    }
+    (keys, aggs)
+}
+
+#[test]
+fn reduce_by_key_reduces_runs_of_equal_keys() {
+    for (name, tuning) in [
+        ("cpu:sg8", small()),
+        ("cpu:sg32", Tuning::default()),
+        ("cpu:sg16", Tuning { order: TileOrder::Reversed, ..small() }),
+        ("cpu:sg32@metal", Tuning { force_fallback: true, ..small() }),
+    ] {
+        let d = Device::from_name(name).unwrap();
+        let mut ws = Workspace::with_tuning(&d, tuning);
+        let mut next = rng(6);
+        for (n, run) in [(0usize, 1u64), (1, 1), (700, 1), (700, 9), (2500, 400), (1000, 100_000)] {
+            let mut key = 0u32;
+            let k: Vec<u32> = (0..n)
+                .map(|_| {
+                    if next() % run == 0 {
+                        key = key.wrapping_add(1 + (next() % 3) as u32);
+                    }
+                    key % 4
+                })
+                .collect();
+            let v: Vec<i64> = (0..n).map(|_| (next() % 100) as i64 - 50).collect();
+            let (ka, va) = (d.array_from(&k).unwrap(), d.array_from(&v).unwrap());
+            let (uk, agg) = (d.zeros::<u32>(n).unwrap(), d.zeros::<i64>(n).unwrap());
+            let runs = d.array_from(&[77u32]).unwrap();
+            ws.reduce_by_key(&ka, &va, &uk, &agg, &runs, &Operator::add()).unwrap();
+            let (wk, wa) = host_runs(&k, &v, 0, |a, b| a + b);
+            let r = wk.len();
+            assert_eq!(runs.to_vec().unwrap(), [r as u32], "{name} n = {n} run {run}");
+            assert_eq!(uk.to_vec().unwrap()[..r], wk[..], "{name} n = {n} run {run}");
+            assert_eq!(agg.to_vec().unwrap()[..r], wa[..], "{name} n = {n} run {run}");
+        }
+    }
+}

@@ -34,12 +34,14 @@ mod histogram;
 pub(crate) mod lookback;
 mod operator;
 mod reduce;
+mod reduce_by_key;
 mod scan;
 mod select;
 pub(crate) mod tile;
 
 pub use histogram::{histogram_even, Sample, MAX_BINS};
 pub use operator::Operator;
+pub use reduce_by_key::reduce_by_key;
 pub use select::{select_flagged, select_if, Predicate};
 
 use crate::ir::{DType, SrcLoc};
