@@ -1,7 +1,7 @@
 //! Reduce-by-key in one pass: a segmented scan whose values are pairs (runs started so far, the
 //! reduction of the current run), passed between tiles by the look-back like any other value.
 
-use super::lookback::{const_pieces, from_pieces, pieces_of, select_pieces, to_pieces, LookBack, Pieces};
+use super::lookback::{const_pieces, from_pieces, pieces_of, select_pieces, to_pieces, Combine, LookBack, Pieces};
 use super::tile::tile_to_shared;
 use super::{check_len, check_out, device_err, Operator, Result, Tuning, Workspace};
 use crate::ir::SrcLoc;
@@ -35,12 +35,7 @@ fn pair<V: Shuffle>(op: &Operator<V>, a: &[Val<u32>], b: &[Val<u32>]) -> Pieces 
 /// The block-wide scan of one packed value per thread under `combine`: `(exclusive, aggregate)`,
 /// the aggregate folded left to right over the subgroups' totals (what the fallback repeats).
 #[track_caller]
-fn scan_pieces(
-    x: &[Val<u32>],
-    identity: &[Val<u32>],
-    combine: &dyn Fn(&[Val<u32>], &[Val<u32>]) -> Pieces,
-    block: u32,
-) -> (Pieces, Pieces) {
+fn scan_pieces(x: &[Val<u32>], identity: &[Val<u32>], combine: Combine, block: u32) -> (Pieces, Pieces) {
     let sg = subgroup::group_size();
     let ns = block / sg;
     let p = x.len() as i32;
