@@ -255,7 +255,7 @@ fn reduce_by_key_reduces_runs_of_equal_keys() {
             let mut key = 0u32;
             let k: Vec<u32> = (0..n)
                 .map(|_| {
-                    if next() % run == 0 {
+                    if next().is_multiple_of(run) {
                         key = key.wrapping_add(1 + (next() % 3) as u32);
                     }
                     key % 4
