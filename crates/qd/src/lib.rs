@@ -25,11 +25,18 @@
 
 pub mod backend;
 pub mod ir;
+pub mod lang;
 pub mod nv;
 pub mod runtime;
 pub mod simt;
 pub mod target;
 pub mod trace;
+
+// The macros' expansions name `::qd`, which inside this crate is the crate itself.
+extern crate self as qd;
+
+pub use lang::unroll;
+pub use qd_macros::{func, kernel};
 
 /// Everything a kernel author needs.
 pub mod prelude {
