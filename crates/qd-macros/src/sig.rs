@@ -244,7 +244,7 @@ pub(crate) fn kernel(args: KernelArgs, item: ItemFn) -> syn::Result<TokenStream>
     });
     Ok(quote! {
         #(#attrs)*
-        #[allow(unused_parens, clippy::needless_return)]
+        #[allow(unused_parens, unreachable_code, clippy::needless_return)]
         #vis fn #ident #impl_generics (#(#comptime_args),*) -> ::qd::lang::KernelFn<#params_ty, ::qd::lang::#launch> #where_clause {
             #construct
         }
@@ -343,7 +343,7 @@ pub(crate) fn func(item: ItemFn) -> syn::Result<TokenStream> {
     let output = ret.is_some().then(|| quote!(-> #ret_ty));
     Ok(quote! {
         #(#attrs)*
-        #[allow(unused_parens, clippy::needless_return)]
+        #[allow(unused_parens, unreachable_code, clippy::needless_return)]
         #vis fn #ident #impl_generics (#(#params),*) #output #where_clause {
             #prelude
             #body

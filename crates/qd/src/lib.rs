@@ -44,7 +44,7 @@ pub mod prelude {
     pub use crate::simt::{atomic::*, block, grid, subgroup};
     pub use crate::trace::{
         bit_cast, break_, cast, continue_, fma, for_range, if_, if_else, local_array, loop_, return_, select, var,
-        volatile_load, while_, Array, Elem, Float, Int, Kernel, KernelBuilder, Num, Scalar, SharedArray, Val, Var,
-        BF16, F16,
+        volatile_load, while_, Array, Elem, Float, Int, Kernel, KernelBuilder, Num, Scalar, SharedArray, Shuffle, Val,
+        Var, BF16, F16,
     };
 }
