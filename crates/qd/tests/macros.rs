@@ -495,3 +495,21 @@ fn macro_kernels_trace_to_the_builder_forms_ir() {
     });
     assert_eq!(ir(loops().kernel()), ir(&loops_builder));
 }
+
+#[qd::kernel(block_dim = 32)]
+fn unroll_break_on_device_value(a: &mut [i32]) {
+    let t = block::thread_idx();
+    for k in qd::unroll(0..4) {
+        if a[t] > k {
+            break; // a trace-time loop cannot be left on a run-time condition
+        }
+        a[t] = k;
+    }
+}
+
+#[test]
+fn leaving_an_unrolled_loop_on_a_device_condition_is_a_trace_error() {
+    let err = unroll_break_on_device_value().kernel().trace(&qd::target::Target::cpu(32)).unwrap_err();
+    assert!(err.message.contains("qd::unroll"), "{err}");
+    assert_eq!(err.loc.line, line_of("if a[t] > k {"), "{err}");
+}
