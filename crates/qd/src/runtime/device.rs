@@ -445,7 +445,16 @@ impl Device {
     }
 
     /// Launches a range kernel: the grid comes from its `parallel_for` bounds (D1).
+    ///
+    /// A launch or argument error ([`Error::Launch`], [`Error::Argument`]) ends with the caller's
+    /// line, `(the launch at file:line:col)`; so do those of the other launch calls.
+    #[track_caller]
     pub fn launch(&self, kernel: &Kernel, args: &[Arg]) -> Result<()> {
+        let site = crate::ir::SrcLoc::caller();
+        self.launch_unsited(kernel, args).map_err(|e| e.at_launch_site(site))
+    }
+
+    fn launch_unsited(&self, kernel: &Kernel, args: &[Arg]) -> Result<()> {
         let compiled = self.compile(kernel)?;
         let k = compiled.kernel();
         if k.launch != crate::ir::LaunchKind::Range {
@@ -460,7 +469,13 @@ impl Device {
     }
 
     /// Launches an explicit kernel on `grid` blocks of its `block_dim` threads.
+    #[track_caller]
     pub fn launch_grid(&self, kernel: &Kernel, grid: Grid, args: &[Arg]) -> Result<()> {
+        let site = crate::ir::SrcLoc::caller();
+        self.launch_grid_unsited(kernel, grid, args).map_err(|e| e.at_launch_site(site))
+    }
+
+    fn launch_grid_unsited(&self, kernel: &Kernel, grid: Grid, args: &[Arg]) -> Result<()> {
         let compiled = self.compile(kernel)?;
         let k = compiled.kernel();
         if k.launch != crate::ir::LaunchKind::Explicit {
@@ -479,7 +494,13 @@ impl Device {
     /// `grid` must be a multiple of `cluster`, and `cluster` at most 8 (the portable cluster size);
     /// other devices have no clusters. Errors are those of [`launch_grid`](Device::launch_grid),
     /// plus [`Error::Launch`] for a cluster size that does not fit.
+    #[track_caller]
     pub fn launch_cluster(&self, kernel: &Kernel, grid: Grid, cluster: u32, args: &[Arg]) -> Result<()> {
+        let site = crate::ir::SrcLoc::caller();
+        self.launch_cluster_unsited(kernel, grid, cluster, args).map_err(|e| e.at_launch_site(site))
+    }
+
+    fn launch_cluster_unsited(&self, kernel: &Kernel, grid: Grid, cluster: u32, args: &[Arg]) -> Result<()> {
         let compiled = self.compile(kernel)?;
         let k = compiled.kernel();
         let fail = |message: String| Error::Launch { kernel: k.name.clone(), message };
@@ -515,7 +536,13 @@ impl Device {
     /// Compiling is never timed: the first call compiles (or finds the kernel in the caches) before
     /// the clock starts. Errors are those of [`launch`](Device::launch) and
     /// [`launch_grid`](Device::launch_grid), plus [`Error::Driver`] for a failed event call.
+    #[track_caller]
     pub fn launch_timed(&self, kernel: &Kernel, grid: Option<Grid>, args: &[Arg]) -> Result<Duration> {
+        let site = crate::ir::SrcLoc::caller();
+        self.launch_timed_unsited(kernel, grid, args).map_err(|e| e.at_launch_site(site))
+    }
+
+    fn launch_timed_unsited(&self, kernel: &Kernel, grid: Option<Grid>, args: &[Arg]) -> Result<Duration> {
         let compiled = self.compile(kernel)?;
         let k = compiled.kernel();
         use crate::ir::LaunchKind;
