@@ -38,6 +38,7 @@ const CASES: &[(&str, Check)] = &[
     ("radix_bit_start_30_plus_4", radix_bit_start_30),
     ("time_limit_names_the_loop", time_limit_loop),
     ("launch_errors_name_the_launch_line", launch_errors_sited),
+    ("arrays_over_the_devices_buffer_limit", over_max_buffer),
 ];
 
 /// The child side: runs the case named by `QD_MISUSE_CASE` (ignored in a normal run).
@@ -565,4 +566,21 @@ fn launch_errors_sited() -> Result<(), String> {
     let site = line!() + 1;
     let e = failed(d.launch_timed(&range, Some(1), &[a.arg()]))?;
     launch_error(&e, "sited_range", site, &["launch_timed(kernel, None, args)"])
+}
+
+fn over_max_buffer() -> Result<(), String> {
+    // The emulator wearing a target whose arrays may take 1 MiB: the limit a GPU runtime sets from
+    // its device (Vulkan's maxStorageBufferRange, CUDA's memory) refuses larger ones, typed.
+    let target = Target::cpu(32).with_max_buffer_bytes(1 << 20);
+    let d = Device::cpu_wearing(&target, Options::default()).map_err(|e| e.to_string())?;
+    let refused = |r: Result<DeviceArray<f32>, QdError>, len: usize| match r {
+        Err(e @ QdError::Allocation { len: l, .. }) if l == len => mentions(
+            &e.to_string(),
+            &[&format!("{len} f32 elements"), &format!("its {} bytes", len * 4), "1048576 bytes"],
+        ),
+        other => Err(format!("expected an allocation error for {len} elements, got {:?}", other.map(|_| ()))),
+    };
+    refused(d.zeros::<f32>((1 << 18) + 1), (1 << 18) + 1)?;
+    refused(d.array_from(&vec![0f32; (1 << 18) + 1]), (1 << 18) + 1)?;
+    d.zeros::<f32>(1 << 18).map(|_| ()).map_err(|e| format!("exactly the limit was refused: {e}"))
 }
