@@ -271,11 +271,12 @@ fn run_conformance(
     if cases.is_empty() {
         return Ok(no_match(filter));
     }
-    let mut report_file = report.map(std::fs::File::create).transpose()?.map(io::BufWriter::new);
+    let create = |p: &std::path::Path| std::fs::File::create(p).map_err(|e| qd_cli::io_error_at(p, e));
+    let mut report_file = report.map(create).transpose()?.map(io::BufWriter::new);
     let tally =
         runner::run(&device, cases, &mut io::stdout().lock(), report_file.as_mut().map(|f| f as &mut dyn Write))?;
-    if let Some(f) = report_file.as_mut() {
-        f.flush()?;
+    if let (Some(f), Some(path)) = (report_file.as_mut(), report) {
+        f.flush().map_err(|e| qd_cli::io_error_at(path, e))?;
     }
     if tally.failed > 0 {
         eprintln!("qd: reproduce with --seed {seed}");

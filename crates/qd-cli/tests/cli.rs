@@ -208,6 +208,22 @@ fn emit_amdgpu_writes_llvm_ir_and_unknown_targets_fail() {
     assert!(stderr(&o).contains("unknown target `llvm`"));
 }
 
+/// A file the command cannot write is an error naming its path (issue 12), with exit status 1.
+#[test]
+fn file_errors_name_the_path() {
+    let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let file = tmp.join("cli_not_a_dir");
+    std::fs::write(&file, "a file, not a folder").unwrap();
+    let out = file.join("emit");
+    let o = qd(&["emit", "--target", "ir", "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains(&format!("qd: {}: ", out.display())), "{}", stderr(&o));
+    let report = file.join("report.tsv");
+    let o = qd(&["conformance", "--filter", "examples/reduce4/i32", "--report", report.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains(&format!("qd: {}: ", report.display())), "{}", stderr(&o));
+}
+
 /// `key=value` fields of a `qd bench` summary line.
 fn bench_fields(line: &str) -> std::collections::HashMap<String, String> {
     line.split_whitespace().filter_map(|w| w.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect()

@@ -104,14 +104,17 @@ impl Runtime for CpuRuntime {
         }
     }
 
+    /// 8 bytes per element: every element is an atomic cell.
+    fn array_bytes(&self, _dtype: DType, len: usize) -> Option<u64> {
+        cpu::memory::buffer_bytes(len)
+    }
+
+    fn memory_limit(&self) -> Option<(u64, &'static str)> {
+        Some((cpu::memory::memory_budget()?, "the emulator's memory budget (half the available memory)"))
+    }
+
+    /// Checked by [`Device::check_allocation`](super::Device::check_allocation) first.
     fn alloc(&self, dtype: DType, len: usize, init: Option<&[u64]>) -> Result<Arc<dyn RuntimeArray>> {
-        let err = |message: String| Error::Allocation { dtype, len, message };
-        let bytes = cpu::memory::buffer_bytes(len).ok_or_else(|| err("the size in bytes overflows".into()))?;
-        if let Some(budget) = cpu::memory::memory_budget().filter(|b| bytes > *b) {
-            return Err(err(format!(
-                "the emulator needs {bytes} bytes (8 per element), over its budget of {budget} bytes (half the available memory)"
-            )));
-        }
         let buf = match init {
             Some(bits) => Buffer::from_bits(dtype, bits),
             None => Buffer::zeroed(dtype, len),

@@ -34,6 +34,18 @@ pub(crate) trait Runtime: Send + Sync {
     /// A new array of `len` elements of `dtype`: zeroed, or holding `init` (`len` element bits).
     fn alloc(&self, dtype: DType, len: usize, init: Option<&[u64]>) -> Result<Arc<dyn RuntimeArray>>;
 
+    /// Bytes an array of `len` elements of `dtype` takes in this runtime's memory, `None` when the
+    /// number overflows: `len * dtype.size_bytes()` by default (the emulator keeps 8 per element).
+    fn array_bytes(&self, dtype: DType, len: usize) -> Option<u64> {
+        (len as u64).checked_mul(dtype.size_bytes() as u64)
+    }
+
+    /// The memory one new array may take at most, and what that figure is (for the error), when
+    /// the runtime knows it: the device's memory on a GPU, the memory budget on the emulator.
+    fn memory_limit(&self) -> Option<(u64, &'static str)> {
+        None
+    }
+
     /// Whether `array` lives on this device, so a kernel here can use it.
     fn owns(&self, array: &dyn RuntimeArray) -> bool;
 
@@ -278,20 +290,52 @@ impl Device {
         self.info().to_string()
     }
 
-    /// Copies `data` to a new device array.
+    /// Copies `data` to a new device array (checked first by
+    /// [`check_allocation`](Device::check_allocation)).
     pub fn array_from<T: Scalar>(&self, data: &[T]) -> Result<DeviceArray<T>> {
+        self.check_allocation(T::DTYPE, data.len())?;
         let bits: Vec<u64> = data.iter().map(|x| x.to_bits()).collect();
         Ok(DeviceArray::from_storage(self.inner.runtime.alloc(T::DTYPE, data.len(), Some(&bits))?))
     }
 
-    /// A new zero-filled device array.
+    /// A new zero-filled device array (checked first by [`check_allocation`](Device::check_allocation)).
     pub fn zeros<T: Scalar>(&self, len: usize) -> Result<DeviceArray<T>> {
-        // Checked here for every backend: the byte size must be a number before a driver sees it.
-        if len.checked_mul(T::DTYPE.size_bytes()).is_none() {
-            let message = "the size in bytes overflows".into();
-            return Err(Error::Allocation { dtype: T::DTYPE, len, message });
-        }
+        self.check_allocation(T::DTYPE, len)?;
         Ok(DeviceArray::from_storage(self.inner.runtime.alloc(T::DTYPE, len, None)?))
+    }
+
+    /// Whether this device can hold an array of `len` elements of `dtype`, checked before any
+    /// driver sees the request (every allocation of [`zeros`](Device::zeros) and
+    /// [`array_from`](Device::array_from) goes through it): its size in bytes must not overflow,
+    /// nor exceed the largest array the device can address (the target's
+    /// [`max_buffer_bytes`](crate::target::Limits::max_buffer_bytes)) or the memory it has (on the
+    /// emulator, its memory budget, half the available memory: reserving alone does not stop the
+    /// OOM killer). Otherwise [`Error::Allocation`], naming the array, its size and the limit.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// let d = Device::cpu();
+    /// assert!(d.check_allocation(qd::ir::DType::F32, 1024).is_ok());
+    /// let e = d.check_allocation(qd::ir::DType::F64, usize::MAX).unwrap_err();
+    /// assert!(e.to_string().contains("overflows"), "{e}");
+    /// ```
+    pub fn check_allocation(&self, dtype: DType, len: usize) -> Result<()> {
+        let err = |message: String| Err(Error::Allocation { dtype, len, message });
+        let runtime = &self.inner.runtime;
+        // What a kernel addresses (the target's element size), and what the runtime's memory holds
+        // (the emulator keeps 8 bytes per element).
+        let addressed = (len as u64).checked_mul(dtype.size_bytes() as u64);
+        let (Some(addressed), Some(held)) = (addressed, runtime.array_bytes(dtype, len)) else {
+            return err(format!("its size in bytes ({len} × {}) overflows", dtype.size_bytes()));
+        };
+        let device = &self.inner.name;
+        if let Some(max) = self.inner.target.limits().max_buffer_bytes.filter(|max| addressed > *max) {
+            return err(format!("its {addressed} bytes are over the {max} bytes one array may take on {device}"));
+        }
+        if let Some((limit, what)) = runtime.memory_limit().filter(|(limit, _)| held > *limit) {
+            return err(format!("it needs {held} bytes, over {what} of {limit} bytes on {device}"));
+        }
+        Ok(())
     }
 
     /// Traces (once per kernel definition and device), lowers and loads `kernel`.
@@ -372,7 +416,16 @@ impl Device {
     }
 
     /// Launches a range kernel: the grid comes from its `parallel_for` bounds (D1).
+    ///
+    /// A launch or argument error ([`Error::Launch`], [`Error::Argument`]) ends with the caller's
+    /// line, `(the launch at file:line:col)`; so do those of the other launch calls.
+    #[track_caller]
     pub fn launch(&self, kernel: &Kernel, args: &[Arg]) -> Result<()> {
+        let site = crate::ir::SrcLoc::caller();
+        self.launch_unsited(kernel, args).map_err(|e| e.at_launch_site(site))
+    }
+
+    fn launch_unsited(&self, kernel: &Kernel, args: &[Arg]) -> Result<()> {
         let compiled = self.compile(kernel)?;
         let k = compiled.kernel();
         if k.launch != crate::ir::LaunchKind::Range {
@@ -387,7 +440,13 @@ impl Device {
     }
 
     /// Launches an explicit kernel on `grid` blocks of its `block_dim` threads.
+    #[track_caller]
     pub fn launch_grid(&self, kernel: &Kernel, grid: Grid, args: &[Arg]) -> Result<()> {
+        let site = crate::ir::SrcLoc::caller();
+        self.launch_grid_unsited(kernel, grid, args).map_err(|e| e.at_launch_site(site))
+    }
+
+    fn launch_grid_unsited(&self, kernel: &Kernel, grid: Grid, args: &[Arg]) -> Result<()> {
         let compiled = self.compile(kernel)?;
         let k = compiled.kernel();
         if k.launch != crate::ir::LaunchKind::Explicit {
@@ -406,7 +465,13 @@ impl Device {
     /// `grid` must be a multiple of `cluster`, and `cluster` at most 8 (the portable cluster size);
     /// other devices have no clusters. Errors are those of [`launch_grid`](Device::launch_grid),
     /// plus [`Error::Launch`] for a cluster size that does not fit.
+    #[track_caller]
     pub fn launch_cluster(&self, kernel: &Kernel, grid: Grid, cluster: u32, args: &[Arg]) -> Result<()> {
+        let site = crate::ir::SrcLoc::caller();
+        self.launch_cluster_unsited(kernel, grid, cluster, args).map_err(|e| e.at_launch_site(site))
+    }
+
+    fn launch_cluster_unsited(&self, kernel: &Kernel, grid: Grid, cluster: u32, args: &[Arg]) -> Result<()> {
         let compiled = self.compile(kernel)?;
         let k = compiled.kernel();
         let fail = |message: String| Error::Launch { kernel: k.name.clone(), message };
@@ -442,7 +507,13 @@ impl Device {
     /// Compiling is never timed: the first call compiles (or finds the kernel in the caches) before
     /// the clock starts. Errors are those of [`launch`](Device::launch) and
     /// [`launch_grid`](Device::launch_grid), plus [`Error::Driver`] for a failed event call.
+    #[track_caller]
     pub fn launch_timed(&self, kernel: &Kernel, grid: Option<Grid>, args: &[Arg]) -> Result<Duration> {
+        let site = crate::ir::SrcLoc::caller();
+        self.launch_timed_unsited(kernel, grid, args).map_err(|e| e.at_launch_site(site))
+    }
+
+    fn launch_timed_unsited(&self, kernel: &Kernel, grid: Option<Grid>, args: &[Arg]) -> Result<Duration> {
         let compiled = self.compile(kernel)?;
         let k = compiled.kernel();
         use crate::ir::LaunchKind;

@@ -390,12 +390,16 @@ pub fn radix_rank_match_atomic_or(
         trace_error(NAME, format!("{NAME}: num_bits {num_bits} must be <= radix_bits {radix_bits}"));
         return Val::constant(0);
     }
-    // Checked: `bit_start` may be anything a caller computed (u32::MAX would wrap the sum).
+    // Checked: `bit_start` may be anything a caller computed (u32::MAX would wrap the sum). The
+    // digit's bits run from `bit_start` up, so past the key's 32 bits it is `bit_start` that is wrong.
     if bit_start.checked_add(num_bits).is_none_or(|end| end > 32) {
+        let end = u64::from(bit_start) + u64::from(num_bits);
         trace_error(
             NAME,
             format!(
-                "{NAME}: the digit bits bit_start {bit_start} .. bit_start + num_bits {num_bits} must lie inside the 32-bit key"
+                "{NAME}: bit_start {bit_start} is too large: the digit's bits bit_start .. bit_start + num_bits \
+                 ({bit_start}..{end}) go past the 32-bit key; with num_bits {num_bits}, bit_start must be at most {}",
+                32u32.saturating_sub(num_bits)
             ),
         );
         return Val::constant(0);

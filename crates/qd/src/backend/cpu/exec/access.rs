@@ -26,9 +26,10 @@ impl<'a, 'b> BlockExec<'a, 'b> {
             return Err(self.err(
                 Some(loc),
                 EmuErrorKind::OutOfBounds {
-                    op: kind.mnemonic(),
+                    op: self.op_name(kind),
                     array: k.array_name(place.array).to_string(),
                     index: i,
+                    unsigned: !d.is_signed_int(),
                     len,
                 },
             ));

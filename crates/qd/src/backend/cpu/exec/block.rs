@@ -51,6 +51,8 @@ impl<'a, 'b> BlockExec<'a, 'b> {
             free_frames: Vec::new(),
             queue,
             last_spin_op: None,
+            current_op: None,
+            last_loop: None,
         }
     }
 
@@ -60,7 +62,10 @@ impl<'a, 'b> BlockExec<'a, 'b> {
         loop {
             while let Some(path) = self.queue.pop_front() {
                 match self.run_path(path)? {
-                    Event::Yield(p) => self.queue.push_back(p),
+                    Event::Yield(p) => {
+                        self.last_loop = self.innermost_loop(&p);
+                        self.queue.push_back(p)
+                    }
                     Event::Gone => {}
                     Event::Barrier(p) => at_barrier.push(p),
                 }
@@ -90,7 +95,7 @@ impl<'a, 'b> BlockExec<'a, 'b> {
     fn check_progress(&mut self, watch: &mut Watch) -> Result<(), EmuError> {
         if self.sh.abort.load(MemOrd::Relaxed) {
             // Another block failed; its error is the one reported.
-            return Err(self.err(None, EmuErrorKind::TimeLimit { seconds: 0.0 }));
+            return Err(self.err(None, EmuErrorKind::TimeLimit { seconds: 0.0, running: String::new() }));
         }
         let now = Instant::now();
         let p = self.sh.progress.load(MemOrd::Relaxed);
@@ -102,9 +107,44 @@ impl<'a, 'b> BlockExec<'a, 'b> {
             return Err(self.err(loc, EmuErrorKind::Hang { op, seconds: (now - watch.since).as_secs_f64() }));
         }
         if now - self.sh.start > self.sh.opts.time_limit {
-            return Err(self.err(None, EmuErrorKind::TimeLimit { seconds: self.sh.opts.time_limit.as_secs_f64() }));
+            let (running, loc) = self.running();
+            let seconds = self.sh.opts.time_limit.as_secs_f64();
+            return Err(self.err(loc, EmuErrorKind::TimeLimit { seconds, running }));
         }
         Ok(())
+    }
+
+    /// The `LoopBegin` step of `path`'s innermost loop.
+    fn innermost_loop(&self, path: &Path) -> Option<usize> {
+        path.frames.iter().rev().find_map(|&f| match self.frames[f] {
+            Frame::Loop { begin_pc, .. } => Some(begin_pc),
+            _ => None,
+        })
+    }
+
+    /// What the block was running when the time limit passed, for the error: the loop that last
+    /// went round (the library op it belongs to, the user's line) and the block.
+    fn running(&self) -> (String, Option<SrcLoc>) {
+        let prog = self.sh.prog;
+        let Some(begin) = self.last_loop else {
+            return (format!("block {}", self.block), None);
+        };
+        let loc = prog.locs[begin];
+        let exit = match prog.steps[begin] {
+            Step::LoopBegin { exit_pc } => exit_pc,
+            _ => begin + 1,
+        };
+        // A loop a library op wrote carries that op on the instructions at its line.
+        let op = prog.steps[begin..exit].iter().find_map(|s| match s {
+            Step::Inst(i) if prog.insts[*i].loc == loc => prog.insts[*i].op,
+            _ => None,
+        });
+        let what = match (op, prog.steps.get(begin + 1)) {
+            (Some(op), _) => format!("the loop of `{op}`"),
+            (None, Some(Step::GridCheck { .. })) => "the `parallel_for` loop".to_string(),
+            (None, _) => "the loop".to_string(),
+        };
+        (format!("{what} at {loc} in block {}", self.block), Some(loc))
     }
 
     fn release_barrier(&mut self, at: &mut Vec<Path>) -> Result<(), EmuError> {
@@ -136,7 +176,7 @@ impl<'a, 'b> BlockExec<'a, 'b> {
         }
         std::sync::atomic::fence(MemOrd::SeqCst);
         let Step::Inst(i) = prog.steps[first] else { unreachable!("barrier step") };
-        if let InstKind::BlockBarrier { reduce: Some((red, pred, dst)) } = &prog.insts[i].0 {
+        if let InstKind::BlockBarrier { reduce: Some((red, pred, dst)) } = &prog.insts[i].kind {
             let w = self.width;
             let (mut count, mut total) = (0u64, 0u64);
             for p in at.iter() {

@@ -112,7 +112,7 @@ impl<'a, 'b> BlockExec<'a, 'b> {
                     Some(self.rmw(sgi, place.array, i, l, |old| packed_add(half, old, arg)))
                 }
                 NvOp::MbarrierTestWait | NvOp::MbarrierTryWaitParity | NvOp::MbarrierTryWaitParityHint => {
-                    self.last_spin_op = Some((kind.mnemonic(), loc));
+                    self.last_spin_op = Some((self.op_name(kind), loc));
                     let state = self.mem_read(sgi, place.array, i, l, MemOrd::Acquire);
                     let waited_phase = if *op == NvOp::MbarrierTestWait { mbar::phase(arg) } else { arg & 1 };
                     Some((mbar::phase(state) != waited_phase) as u64)

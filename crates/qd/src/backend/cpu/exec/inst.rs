@@ -29,7 +29,7 @@ impl<'a, 'b> BlockExec<'a, 'b> {
             }
             match kind {
                 Store { value, .. } | Atomic { value, .. } if self.sgs[sgi].poison[value.0 as usize] & mask != 0 => {
-                    return Err(self.err(Some(loc), EmuErrorKind::Poison { op: kind.mnemonic() }));
+                    return Err(self.err(Some(loc), EmuErrorKind::Poison { op: self.op_name(kind) }));
                 }
                 LocalSet { local, value } => {
                     let pv = self.sgs[sgi].poison[value.0 as usize] & mask;
@@ -117,7 +117,7 @@ impl<'a, 'b> BlockExec<'a, 'b> {
             }
             Load { dst, place, kind: lk } => {
                 if *lk != LoadKind::Plain {
-                    self.last_spin_op = Some((kind.mnemonic(), loc));
+                    self.last_spin_op = Some((self.op_name(kind), loc));
                 }
                 let order = match lk {
                     LoadKind::Plain | LoadKind::Volatile => MemOrd::Relaxed,
@@ -142,7 +142,7 @@ impl<'a, 'b> BlockExec<'a, 'b> {
                 }
             }
             Atomic { dst, place, op, value, .. } => {
-                self.last_spin_op = Some((kind.mnemonic(), loc));
+                self.last_spin_op = Some((self.op_name(kind), loc));
                 let d = k.array_dtype(place.array);
                 for l in lanes(mask) {
                     let i = self.index(kind, loc, sgi, place, l)?;
@@ -154,7 +154,7 @@ impl<'a, 'b> BlockExec<'a, 'b> {
                 }
             }
             Cas { dst, place, expected, desired, .. } => {
-                self.last_spin_op = Some((kind.mnemonic(), loc));
+                self.last_spin_op = Some((self.op_name(kind), loc));
                 let m = width_mask(k.array_dtype(place.array));
                 for l in lanes(mask) {
                     let i = self.index(kind, loc, sgi, place, l)?;
@@ -171,7 +171,7 @@ impl<'a, 'b> BlockExec<'a, 'b> {
                 }
             }
             WordCas { dst, place, expected, desired, .. } => {
-                self.last_spin_op = Some((kind.mnemonic(), loc));
+                self.last_spin_op = Some((self.op_name(kind), loc));
                 for l in lanes(mask) {
                     let i = self.index(kind, loc, sgi, place, l)?;
                     let (e, n) = (self.reg(sgi, *expected, l) as u32, self.reg(sgi, *desired, l) as u32);

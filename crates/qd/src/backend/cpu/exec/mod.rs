@@ -195,7 +195,8 @@ fn worker(sh: &Shared) {
         // Checked between blocks too: inside a block it is checked every few scheduling steps, which
         // a grid of millions of short blocks would never reach.
         let run = if sh.start.elapsed() > sh.opts.time_limit {
-            let kind = EmuErrorKind::TimeLimit { seconds: sh.opts.time_limit.as_secs_f64() };
+            let running = format!("block {b} of {}, not yet started", sh.geo.grid);
+            let kind = EmuErrorKind::TimeLimit { seconds: sh.opts.time_limit.as_secs_f64(), running };
             Err(EmuError { kernel: sh.prog.kernel.name.clone(), loc: None, kind })
         } else {
             BlockExec::new(sh, b).run(&mut watch)
@@ -261,6 +262,11 @@ struct BlockExec<'a, 'b> {
     free_frames: Vec<usize>,
     queue: VecDeque<Path>,
     last_spin_op: Option<(String, SrcLoc)>,
+    /// The library op of the instruction being run (`Inst::op`), which its errors name.
+    current_op: Option<&'static str>,
+    /// The `LoopBegin` step of the innermost loop of the last path to yield at a back-edge: the
+    /// loop the time-limit error names.
+    last_loop: Option<usize>,
 }
 
 fn lanes(mask: u64) -> impl Iterator<Item = usize> {
@@ -296,11 +302,16 @@ impl<'a, 'b> BlockExec<'a, 'b> {
         EmuError { kernel: self.sh.prog.kernel.name.clone(), loc, kind }
     }
 
+    /// The op an error about `kind` names: the library op the user called, else its mnemonic.
+    fn op_name(&self, kind: &InstKind) -> String {
+        self.current_op.map_or_else(|| kind.mnemonic(), str::to_string)
+    }
+
     fn partial(&self, kind: &InstKind, loc: SrcLoc, path: &Path, expected: u64) -> EmuError {
         self.err(
             Some(loc),
             EmuErrorKind::PartialMask {
-                op: kind.mnemonic(),
+                op: self.op_name(kind),
                 block: self.block,
                 subgroup: path.sg as u32,
                 active: path.mask,
@@ -315,10 +326,10 @@ impl<'a, 'b> BlockExec<'a, 'b> {
 
     fn eval_err(&self, kind: &InstKind, loc: SrcLoc, e: EvalError) -> EmuError {
         match e {
-            EvalError::DivisionByZero => self.err(Some(loc), EmuErrorKind::DivisionByZero { op: kind.mnemonic() }),
+            EvalError::DivisionByZero => self.err(Some(loc), EmuErrorKind::DivisionByZero { op: self.op_name(kind) }),
             EvalError::Unsupported => self.err(
                 Some(loc),
-                EmuErrorKind::BadArguments(format!("`{}` is not defined on these operand types", kind.mnemonic())),
+                EmuErrorKind::BadArguments(format!("`{}` is not defined on these operand types", self.op_name(kind))),
             ),
         }
     }
