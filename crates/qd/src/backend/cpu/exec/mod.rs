@@ -11,7 +11,8 @@
 //! `block.rs` (a block's scheduler: round-robin paths, progress watch, block barriers),
 //! `paths.rs` (the lockstep interpreter of control steps: join frames, divergence, reconvergence),
 //! `inst.rs` (straight-line instructions, D5 arithmetic, poison), `access.rs` (bounds-checked
-//! memory access and atomics) and `collective.rs` (subgroup collectives, the NVIDIA families).
+//! memory access and atomics), `collective.rs` (subgroup collectives, the NVIDIA families) and
+//! `weak.rs` (the weak-memory mode, D26: store buffers, stale loads, its interleaving scheduler).
 
 mod access;
 mod block;
@@ -19,6 +20,7 @@ mod collective;
 mod error;
 mod inst;
 mod paths;
+mod weak;
 
 pub use error::{EmuError, EmuErrorKind};
 
@@ -42,6 +44,27 @@ pub struct Options {
     pub time_limit: Duration,
     /// Poison implementation-defined results and report any that reaches memory.
     pub strict: bool,
+    /// How global memory behaves between blocks (D26).
+    pub memory: Memory,
+}
+
+/// How the emulator shows one block's global-memory writes to the others (D26).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Memory {
+    /// Every access is sequentially consistent: a write is visible to every block at once. Kernels
+    /// missing a fence still pass.
+    #[default]
+    Sequential,
+    /// As weak as a GPU may be: plain stores wait in a per-block buffer and become visible in
+    /// random order, at random times or at a device-scope release; loads may return older values,
+    /// down to what the block last acquired (per-location coherence kept). Blocks run interleaved
+    /// on one thread, a few at a time, chosen at random: a launch is a function of `seed`
+    /// (`Options::workers` is not used). A kernel that leaves out a fence fails for some seeds.
+    Weak {
+        /// Seeds every random choice (which block steps, which store lands, which value a load
+        /// returns).
+        seed: u64,
+    },
 }
 
 impl Default for Options {
@@ -51,6 +74,7 @@ impl Default for Options {
             hang_timeout: Duration::from_secs(2),
             time_limit: Duration::from_secs(120),
             strict: false,
+            memory: Memory::Sequential,
         }
     }
 }
@@ -85,6 +109,8 @@ struct Shared<'a> {
     abort: AtomicBool,
     error: Mutex<Option<EmuError>>,
     start: Instant,
+    /// The launch's weak memory (`Memory::Weak`), else `None`.
+    weak: Option<Mutex<weak::WeakMemory>>,
 }
 
 /// Runs `prog` over the grid; returns the first error any block hit.
@@ -120,7 +146,15 @@ pub fn launch(prog: &Program, geo: LaunchGeometry, args: &[CpuArg], opts: &Optio
         abort: AtomicBool::new(false),
         error: Mutex::new(None),
         start: Instant::now(),
+        weak: match opts.memory {
+            Memory::Sequential => None,
+            Memory::Weak { seed } => Some(weak::WeakMemory::new(seed)),
+        },
     };
+    if shared.weak.is_some() {
+        check_array_budget(k, geo, weak::RESIDENT.min(geo.grid as usize))?;
+        return weak::worker(&shared);
+    }
     let workers = opts.workers.clamp(1, geo.grid as usize);
     check_array_budget(k, geo, workers)?;
     if workers == 1 {
@@ -260,7 +294,11 @@ struct BlockExec<'a, 'b> {
     frames: Vec<Frame>,
     free_frames: Vec<usize>,
     queue: VecDeque<Path>,
+    at_barrier: Vec<Path>,
+    ticks: u32,
     last_spin_op: Option<(String, SrcLoc)>,
+    /// The block's view of global memory in weak mode.
+    weak: Option<weak::View<'a>>,
 }
 
 fn lanes(mask: u64) -> impl Iterator<Item = usize> {
