@@ -20,16 +20,37 @@ const INVALID: i32 = 0;
 const AGGREGATE: i32 = 1;
 const PREFIX: i32 = 2;
 
-/// Which of the look-back's fences the kernel keeps.
+/// A fence of the look-back, or its absence.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Fence {
+    /// `grid::mem_fence`, as seed 001 writes it.
+    Grid,
+    /// `block::mem_fence`: orders the block's threads only.
+    Block,
+    /// Left out.
+    Out,
+}
+
+impl Fence {
+    fn emit(self) {
+        match self {
+            Fence::Grid => grid::mem_fence(),
+            Fence::Block => block::mem_fence(),
+            Fence::Out => {}
+        }
+    }
+}
+
+/// The look-back's fences.
 #[derive(Clone, Copy, Debug)]
 struct Fences {
     /// Between a tile's aggregate or prefix and the flag that publishes it.
-    producer: bool,
+    producer: Fence,
     /// Between seeing a predecessor's flag and reading the value it publishes.
-    consumer: bool,
+    consumer: Fence,
 }
 
-const BOTH: Fences = Fences { producer: true, consumer: true };
+const BOTH: Fences = Fences { producer: Fence::Grid, consumer: Fence::Grid };
 
 /// The conformance suite's look-back scan (seed 001), with each fence optional.
 fn lookback_scan(f: Fences) -> Kernel {
@@ -53,9 +74,7 @@ fn lookback_scan(f: Fences) -> Kernel {
         let total = block::reduce_all_add(x, BLOCK);
         if_(t.eq(0), || {
             aggregates.set(tile, total);
-            if f.producer {
-                grid::mem_fence();
-            }
+            f.producer.emit();
             flags.set(tile, AGGREGATE);
             let prefix = var(0i64);
             let p = var(tile - 1);
@@ -71,9 +90,7 @@ fn lookback_scan(f: Fences) -> Kernel {
                         },
                         || {},
                     );
-                    if f.consumer {
-                        grid::mem_fence();
-                    }
+                    f.consumer.emit();
                     if_else(
                         seen.get().eq(PREFIX),
                         || {
@@ -88,9 +105,7 @@ fn lookback_scan(f: Fences) -> Kernel {
                 },
             );
             prefixes.set(tile, prefix.get() + total);
-            if f.producer {
-                grid::mem_fence();
-            }
+            f.producer.emit();
             flags.set(tile, PREFIX);
             carry.set(0, prefix.get());
         });
@@ -152,20 +167,20 @@ fn the_lookback_scan_with_both_fences_passes_every_seed() {
 
 #[test]
 fn leaving_out_the_producer_fences_fails_for_some_seed() {
-    let failed = failures(Fences { producer: false, ..BOTH }, 20);
+    let failed = failures(Fences { producer: Fence::Out, ..BOTH }, 20);
     assert!(!failed.is_empty(), "no seed of 20 exposed the missing producer-side fence");
 }
 
 #[test]
 fn leaving_out_the_consumer_fence_fails_for_some_seed() {
-    let failed = failures(Fences { consumer: false, ..BOTH }, 20);
+    let failed = failures(Fences { consumer: Fence::Out, ..BOTH }, 20);
     assert!(!failed.is_empty(), "no seed of 20 exposed the missing consumer-side fence");
 }
 
 #[test]
 fn the_sequential_emulator_never_shows_either_missing_fence() {
     // What weak mode adds: the default emulator passes both broken kernels.
-    for f in [Fences { producer: false, ..BOTH }, Fences { consumer: false, ..BOTH }] {
+    for f in [Fences { producer: Fence::Out, ..BOTH }, Fences { consumer: Fence::Out, ..BOTH }] {
         let kernel = lookback_scan(f);
         for seed in 0..3 {
             scan_once(&Device::cpu(), &kernel, seed).unwrap_or_else(|e| panic!("{f:?}, seed {seed}: {e}"));
@@ -176,8 +191,38 @@ fn the_sequential_emulator_never_shows_either_missing_fence() {
 #[test]
 fn a_seed_repeats_its_launch() {
     // The same seed gives the same interleaving, hence the same wrong answer, run after run.
-    let kernel = lookback_scan(Fences { consumer: false, ..BOTH });
+    let kernel = lookback_scan(Fences { consumer: Fence::Out, ..BOTH });
     let runs: Vec<_> =
         (0..2).map(|_| (0..8).map(|seed| scan_once(&weak(seed), &kernel, seed)).collect::<Vec<_>>()).collect();
     assert_eq!(runs[0], runs[1]);
+}
+
+#[test]
+fn block_scope_fences_do_not_publish_to_other_blocks() {
+    let failed = failures(Fences { producer: Fence::Block, consumer: Fence::Block }, 20);
+    assert!(!failed.is_empty(), "block::mem_fence published to other blocks on every seed of 20");
+}
+
+#[test]
+fn a_block_sees_its_own_global_stores_and_a_barrier_shares_them() {
+    // Plain stores wait in the block's buffer, but the block's own threads read them at once:
+    // each thread reads the element its neighbour wrote before the barrier.
+    let kernel = Kernel::explicit("weak_own_stores", BLOCK, |k| {
+        let a = k.array::<i32>("a");
+        let b = k.array::<i32>("b");
+        let t = block::thread_idx();
+        let base = block::block_idx() * BLOCK as i32;
+        a.set(base + t, base + t + 1);
+        block::sync();
+        let next = base + (t + 1) % BLOCK as i32;
+        b.set(base + t, a.get(next) * 2);
+    });
+    let n = TILES * BLOCK as usize;
+    let want: Vec<i32> = (0..n).map(|i| (i - i % BLOCK as usize + (i + 1) % BLOCK as usize + 1) as i32 * 2).collect();
+    for seed in 0..20 {
+        let d = weak(seed);
+        let (a, b) = (d.zeros::<i32>(n).unwrap(), d.zeros::<i32>(n).unwrap());
+        d.launch_grid(&kernel, TILES as u32, &[a.arg(), b.arg()]).unwrap();
+        assert_eq!(b.to_vec().unwrap(), want, "seed {seed}");
+    }
 }

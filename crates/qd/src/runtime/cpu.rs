@@ -215,4 +215,27 @@ mod tests {
             assert_eq!(Device::from_name(n).unwrap().name(), n);
         }
     }
+
+    #[test]
+    fn weak_memory_names_round_trip_and_only_the_emulator_has_them() {
+        for (name, seed) in [("cpu+weak", 0), ("cpu:sg8+weak=7", 7), ("cpu:sg32@metal+weak=3", 3)] {
+            let d = Device::from_name(name).unwrap();
+            assert_eq!(d.name(), name);
+            assert!(d.info().notes.contains(&format!("weak memory (D26), seed {seed}")), "{:?}", d.info().notes);
+        }
+        let weak = cpu::Options { memory: cpu::Memory::Weak { seed: 9 }, ..Default::default() };
+        assert_eq!(Device::cpu_with(16, weak).unwrap().name(), "cpu:sg16+weak=9");
+        assert_eq!(Device::from_name("cpu:sg32+weak=0").unwrap().name(), "cpu+weak");
+        for (name, says) in [
+            ("cuda+weak", "only the emulator"),
+            ("vulkan:0+weak=1", "only the emulator"),
+            ("cpu+strong", "unknown memory mode `+strong`"),
+            ("cpu+weak=x", "is a number"),
+            ("cpu+weakly", "is a number"),
+        ] {
+            let e = Device::from_name(name).unwrap_err();
+            assert!(matches!(&e, Error::Unavailable { backend, .. } if backend == name), "{e}");
+            assert!(e.to_string().contains(says), "{name}: {e}");
+        }
+    }
 }
