@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 /// Emulator settings.
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// Worker threads running blocks (blocks start in id order).
+    /// Worker threads running blocks (blocks start in id order); not used in weak mode.
     pub workers: usize,
     /// No value-changing store or atomic anywhere for this long is reported as a hang.
     pub hang_timeout: Duration,
@@ -49,6 +49,27 @@ pub struct Options {
 }
 
 /// How the emulator shows one block's global-memory writes to the others (D26).
+///
+/// ```
+/// use qd::backend::cpu::{Memory, Options};
+/// use qd::prelude::*;
+///
+/// // The same device by its builder and by its name (`+weak=SEED`, or `+weak` for seed 0).
+/// let weak = Options { memory: Memory::Weak { seed: 7 }, ..Options::default() };
+/// let d = Device::cpu_with(32, weak)?;
+/// assert_eq!(d.name(), "cpu+weak=7");
+/// assert_eq!(Device::from_name("cpu+weak=7")?.name(), d.name());
+///
+/// // A kernel whose blocks share nothing runs as it does on the default emulator.
+/// let twice = Kernel::range("twice", 64, |k| {
+///     let a = k.array::<i32>("a");
+///     k.parallel_for(0, a.len(), |i| a.set(i, a.get(i) * 2));
+/// });
+/// let a = d.array_from(&[1, 2, 3, 4])?;
+/// d.launch(&twice, &[a.arg()])?;
+/// assert_eq!(a.to_vec()?, [2, 4, 6, 8]);
+/// # Ok::<(), QdError>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Memory {
     /// Every access is sequentially consistent: a write is visible to every block at once. Kernels
