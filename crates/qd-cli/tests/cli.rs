@@ -73,6 +73,43 @@ fn an_unavailable_backend_fails() {
 }
 
 #[test]
+fn memory_weak_runs_the_emulator_weakly_and_only_the_emulator() {
+    // D26: the run's seed seeds the weak memory; the device name says so.
+    let o = qd(&[
+        "conformance",
+        "--backend",
+        "cpu:sg32",
+        "--memory",
+        "weak",
+        "--filter",
+        "grid/lookback_scan/i64/n2^12",
+        "--seed",
+        "3",
+    ]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(stdout(&o).lines().last(), Some("1 passed, 0 failed, 0 skipped"));
+    let o = qd(&[
+        "bench",
+        "reduce",
+        "--backend",
+        "cpu:sg8",
+        "--memory",
+        "weak",
+        "--seed",
+        "5",
+        "--log2n",
+        "12",
+        "--reps",
+        "1",
+    ]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("device=cpu:sg8+weak=5 "), "{}", stdout(&o));
+    let o = qd(&["conformance", "--backend", "vulkan:99", "--memory", "weak", "--filter", "grid/"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("only the emulator"), "{}", stderr(&o));
+}
+
+#[test]
 fn tour_passes() {
     let o = qd(&["tour"]);
     let out = stdout(&o);

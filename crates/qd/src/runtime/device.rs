@@ -196,7 +196,8 @@ impl Device {
                 reason: "the emulator's subgroup size is one of 4, 8, 16, 32, 64".into(),
             });
         }
-        let name = if subgroup_size == 32 { "cpu".into() } else { format!("cpu:sg{subgroup_size}") };
+        let base = if subgroup_size == 32 { "cpu".into() } else { format!("cpu:sg{subgroup_size}") };
+        let name = base + &memory_suffix(options.memory);
         Ok(Device::new(name, Arc::new(cpu::CpuRuntime::new(Target::cpu(subgroup_size), options))))
     }
 
@@ -213,7 +214,8 @@ impl Device {
             });
         }
         let worn = Target::cpu(sg).wearing(target);
-        Ok(Device::new(worn.name(), Arc::new(cpu::CpuRuntime::new(worn, options))))
+        let name = worn.name() + &memory_suffix(options.memory);
+        Ok(Device::new(name, Arc::new(cpu::CpuRuntime::new(worn, options))))
     }
 
     /// A device by its command-line name (D10): `cpu`, `cpu:sgN`, `cuda[:N]`, `vulkan[:N]`,
@@ -225,8 +227,17 @@ impl Device {
     ///
     /// `cuda` is `cuda:0` and `vulkan` is `vulkan:0`; the device's [`name`](Device::name) is always
     /// `cuda:N` or `vulkan:N` (`amdgpu` is `amdgpu:0`).
+    ///
+    /// An emulator name may end in `+weak` or `+weak=SEED` (`cpu:sg32+weak`, `cpu@metal+weak=7`):
+    /// the weak-memory mode of D26 ([`Memory::Weak`](crate::backend::cpu::Memory::Weak), seed 0
+    /// unless given), where a kernel that leaves out a fence can fail.
     pub fn from_name(name: &str) -> Result<Device> {
         let unavailable = |reason: &str| Error::Unavailable { backend: name.to_string(), reason: reason.to_string() };
+        let (name, memory) = split_memory(name).map_err(|reason| unavailable(&reason))?;
+        let options = crate::backend::cpu::Options { memory, ..Default::default() };
+        if memory != crate::backend::cpu::Memory::Sequential && !name.starts_with("cpu") {
+            return Err(unavailable("only the emulator (cpu, cpu:sgN, cpu…@target) has a weak-memory mode"));
+        }
         if let Some((emulator, worn)) = name.split_once('@') {
             let target = Target::from_features_name(worn).map_err(|e| unavailable(&e))?;
             let sg = target.subgroup_size();
@@ -236,15 +247,15 @@ impl Device {
                      cpu@{worn} or cpu:sg{sg}@{worn}"
                 )));
             }
-            let strict = crate::backend::cpu::Options { strict: true, ..Default::default() };
+            let strict = crate::backend::cpu::Options { strict: true, ..options };
             return Device::cpu_wearing(&target, strict);
         }
         if name == "cpu" {
-            return Ok(Device::cpu());
+            return Device::cpu_with(32, options);
         }
         if let Some(lanes) = name.strip_prefix("cpu:sg") {
             let sg: u32 = lanes.parse().map_err(|_| unavailable("expected cpu:sgN with N in 4, 8, 16, 32, 64"))?;
-            return Device::cpu_with(sg, crate::backend::cpu::Options::default());
+            return Device::cpu_with(sg, options);
         }
         for family in super::RUNTIMES {
             let ordinal = if name == family.name {
@@ -567,6 +578,29 @@ impl Device {
         }
         Ok(())
     }
+}
+
+/// The device-name suffix of an emulator memory mode (D26): none, `+weak` (seed 0), `+weak=SEED`.
+fn memory_suffix(memory: crate::backend::cpu::Memory) -> String {
+    match memory {
+        crate::backend::cpu::Memory::Sequential => String::new(),
+        crate::backend::cpu::Memory::Weak { seed: 0 } => "+weak".into(),
+        crate::backend::cpu::Memory::Weak { seed } => format!("+weak={seed}"),
+    }
+}
+
+/// A device name without its memory suffix, and the memory mode that suffix names.
+fn split_memory(name: &str) -> std::result::Result<(&str, crate::backend::cpu::Memory), String> {
+    use crate::backend::cpu::Memory;
+    let Some((base, mode)) = name.rsplit_once('+') else { return Ok((name, Memory::Sequential)) };
+    let seed = match mode.strip_prefix("weak") {
+        Some("") => 0,
+        Some(s) => s.strip_prefix('=').and_then(|s| s.parse().ok()).ok_or_else(|| {
+            format!("`+{mode}`: the seed of the weak-memory mode is a number (`+weak` or `+weak=SEED`)")
+        })?,
+        None => return Err(format!("unknown memory mode `+{mode}`; the emulator's is `+weak` or `+weak=SEED`")),
+    };
+    Ok((base, Memory::Weak { seed }))
 }
 
 /// `Unavailable` errors of `Device::cuda` and `Device::vulkan` name `cuda:N` / `vulkan:N`; keep the
