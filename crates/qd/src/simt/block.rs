@@ -182,15 +182,17 @@ fn subgroup_scan<T: Shuffle>(v: Val<T>, op: &impl Fn(Val<T>, Val<T>) -> Val<T>) 
 ///
 /// ```
 /// # use qd::prelude::*;
-/// let k = Kernel::explicit("block_or", 128, |k| {
-///     let a = k.array::<u32>("a");
+/// #[qd::kernel(block_dim = 128)]
+/// fn block_or(a: &mut [u32]) {
 ///     let t = block::thread_idx();
-///     let r = block::reduce(a.get(t), 128, |x, y| x | y);
-///     if_(t.eq(0), || a.set(0, r));
-/// });
+///     let r = block::reduce(a[t], 128, |x, y| x | y);
+///     if t == 0 {
+///         a[0] = r;
+///     }
+/// }
 /// let d = Device::cpu();
-/// let a = d.array_from(&(0..128).map(|i| 1u32 << (i % 32)).collect::<Vec<_>>()).unwrap();
-/// d.launch_grid(&k, 1, &[a.arg()]).unwrap();
+/// let mut a = d.array_from(&(0..128).map(|i| 1u32 << (i % 32)).collect::<Vec<_>>()).unwrap();
+/// block_or().launch_grid(&d, 1, (&mut a,)).unwrap();
 /// assert_eq!(a.to_vec().unwrap()[0], u32::MAX);
 /// ```
 #[track_caller]
