@@ -117,6 +117,7 @@ pub fn grid_dim() -> Val<i32> {
     special(Special::GridDim)
 }
 
+pub use super::block_radix::radix_rank_keys;
 pub use super::shaped::{shared_array_shaped, ShapedArray};
 
 /// Allocates a shared array of `len` elements, one per block, uninitialised.
@@ -141,7 +142,7 @@ pub fn static_block_dim() -> u32 {
 
 /// Checks a block op's `block_dim` argument against the kernel's and the subgroup width (D1).
 #[track_caller]
-fn check_block_dim(op: &str, block_dim: u32) -> bool {
+pub(crate) fn check_block_dim(op: &str, block_dim: u32) -> bool {
     let sg = crate::simt::subgroup::group_size();
     let kernel_bd = static_block_dim();
     if block_dim == 0 || !block_dim.is_multiple_of(sg) {
