@@ -4,8 +4,8 @@
 //!
 //! The kernel is the conformance suite's `grid_lookback_scan` (`qd-cli`'s `conformance/grid.rs`)
 //! with smaller blocks and a switch per fence; the suite's own kernels run in weak mode in
-//! `scripts/test.sh`. (Once the look-back scan lives in a library module, this copy stays: the
-//! switches exist only here.)
+//! `scripts/test.sh`. The library's look-back (`qd::algorithms`, D20) has no fence to remove (its
+//! values travel in the status words): the last test runs it in weak mode.
 
 use qd::backend::cpu::{Memory, Options};
 use qd::prelude::*;
@@ -122,7 +122,7 @@ fn weak(seed: u64) -> Device {
 /// right, else what went wrong (a wrong sum, or the emulator's error).
 fn scan_once(d: &Device, kernel: &Kernel, seed: u64) -> Result<(), String> {
     let n = TILES * BLOCK as usize;
-    let mut rng = fastrand_like(seed);
+    let mut rng = splitmix(seed);
     let input: Vec<i64> = (0..n).map(|_| (rng() % 2001) as i64 - 1000).collect();
     let a = d.array_from(&input).unwrap();
     let out = d.zeros::<i64>(n).unwrap();
@@ -132,7 +132,13 @@ fn scan_once(d: &Device, kernel: &Kernel, seed: u64) -> Result<(), String> {
     let prefixes = d.zeros::<i64>(TILES).unwrap();
     let args = [a.arg(), out.arg(), ticket.arg(), flags.arg(), aggregates.arg(), prefixes.arg()];
     d.launch_grid(kernel, TILES as u32, &args).map_err(|e| e.to_string())?;
-    let want: Vec<i64> = input.iter().scan(0, |acc, x| Some(*acc + x).inspect(|s| *acc = *s)).collect();
+    let want: Vec<i64> = input
+        .iter()
+        .scan(0, |acc, x| {
+            *acc += x;
+            Some(*acc)
+        })
+        .collect();
     let got = out.to_vec().unwrap();
     if let Some(j) = (0..n).find(|&j| got[j] != want[j]) {
         return Err(format!("output[{j}] = {}, expected {}", got[j], want[j]));
@@ -142,7 +148,7 @@ fn scan_once(d: &Device, kernel: &Kernel, seed: u64) -> Result<(), String> {
 }
 
 /// A small deterministic stream (splitmix64) for the inputs.
-fn fastrand_like(seed: u64) -> impl FnMut() -> u64 {
+fn splitmix(seed: u64) -> impl FnMut() -> u64 {
     let mut s = seed;
     move || {
         s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
@@ -224,5 +230,42 @@ fn a_block_sees_its_own_global_stores_and_a_barrier_shares_them() {
         let (a, b) = (d.zeros::<i32>(n).unwrap(), d.zeros::<i32>(n).unwrap());
         d.launch_grid(&kernel, TILES as u32, &[a.arg(), b.arg()]).unwrap();
         assert_eq!(b.to_vec().unwrap(), want, "seed {seed}");
+    }
+}
+
+#[test]
+fn the_library_look_back_scans_are_right_in_weak_mode() {
+    // `qd::algorithms` (D20) passes its tile values through status words, with no fence between
+    // value and flag: weak mode must not break it, on the look-back path (u64 words) and on the
+    // decoupled fallback with tiles in reverse (the Metal profile's u32 words).
+    use qd::algorithms::{Operator, TileOrder, Tuning, Workspace};
+    let n = 2000;
+    let mut next = splitmix(7);
+    let x: Vec<i32> = (0..n).map(|_| next() as i32).collect();
+    let want: Vec<i32> = x
+        .iter()
+        .scan(0i32, |acc, v| {
+            *acc = acc.wrapping_add(*v);
+            Some(*acc)
+        })
+        .collect();
+    let small = Tuning { block: Some(64), items: Some(3), ..Tuning::default() };
+    for seed in 0..4 {
+        for (name, tuning) in [
+            (format!("cpu+weak={seed}"), small),
+            (
+                format!("cpu:sg32@metal+weak={seed}"),
+                Tuning { order: TileOrder::Reversed, force_fallback: true, ..small },
+            ),
+        ] {
+            let d = Device::from_name(&name).unwrap();
+            let mut ws = Workspace::with_tuning(&d, tuning);
+            let (a, y) = (d.array_from(&x).unwrap(), d.zeros::<i32>(n).unwrap());
+            // Twice: the second launch reads status words the first left (an older epoch).
+            for _ in 0..2 {
+                ws.inclusive_scan(&a, &y, &Operator::add()).unwrap();
+                assert_eq!(y.to_vec().unwrap(), want, "{name}");
+            }
+        }
     }
 }

@@ -276,9 +276,9 @@ pub(super) fn worker(sh: &Shared) -> Result<(), EmuError> {
     let mut watch = Watch { seen: sh.progress.load(MemOrd::Relaxed), since: std::time::Instant::now() };
     let mut resident: Vec<BlockExec> = Vec::new();
     let mut next = 0u32;
-    let rng = |f: &mut dyn FnMut(&mut fastrand::Rng) -> usize| {
+    let draw = |f: fn(&mut fastrand::Rng, usize) -> usize, n: usize| {
         let mut m = sh.weak.as_ref().expect("weak mode").lock().unwrap_or_else(|p| p.into_inner());
-        f(&mut m.rng)
+        f(&mut m.rng, n)
     };
     loop {
         while resident.len() < RESIDENT && next < sh.geo.grid {
@@ -293,18 +293,14 @@ pub(super) fn worker(sh: &Shared) -> Result<(), EmuError> {
         if resident.is_empty() {
             return Ok(());
         }
-        let n = resident.len();
-        let b = rng(&mut |r| r.usize(..n));
+        let b = draw(|r, n| r.usize(..n), resident.len());
         if resident[b].step(&mut watch)? {
-            let mut done = resident.swap_remove(b);
-            done.drain_all();
+            resident.swap_remove(b).drain_all();
         }
-        let n = resident.len();
-        if n > 0 {
-            let pick = rng(&mut |r| if r.bool() { r.usize(..n) } else { n });
-            if pick < n {
-                resident[pick].drain_one();
-            }
+        // Half the time, one random resident block publishes one random pending store.
+        let pick = draw(|r, n| if r.bool() { r.usize(..n.max(1)) } else { n }, resident.len());
+        if let Some(block) = resident.get_mut(pick) {
+            block.drain_one();
         }
     }
 }
