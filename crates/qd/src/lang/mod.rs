@@ -108,9 +108,9 @@ mod ops;
 pub use flow::{branch, unroll, while_, Flow, If, Join, ReturnValue, Returns, Unroll};
 pub use launch::{Explicit, KernelCache, KernelFn, Param, Params, Range, Slice, SliceMut, Value};
 pub use ops::{
-    and, and_pure, cast, dev, eq, ge, gt, index, le, lt, ne, or, or_pure, place, store, to_dev, CastTo, CmpEq, CmpOrd,
-    Load, Logic, Ord, ToDev,
+    and, and_pure, cast, dev, eq, ge, gt, index, le, lt, ne, or, or_pure, place, store, to_dev, var, CastTo, CmpEq,
+    CmpOrd, DeviceValue, Load, Logic, Ord, Place, Store, ToDev, VectorVar,
 };
 
-pub use crate::trace::{break_, continue_, for_range, loop_, return_, var, IntoVal, KernelBuilder, Val, Var};
+pub use crate::trace::{break_, continue_, for_range, loop_, return_, IntoVal, KernelBuilder, Val, Var};
 pub use crate::trace::{Array, Elem, Kernel, Scalar};
