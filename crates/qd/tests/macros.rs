@@ -562,3 +562,25 @@ fn shaped_arrays_and_vectors() {
         .collect();
     assert_eq!(norms.to_vec().unwrap(), sums);
 }
+
+#[qd::kernel(block_dim = 32)]
+fn fill<T: Scalar, const K: u32>(a: &mut [T], v: T) {
+    let t = block::thread_idx();
+    if t < K as i32 {
+        a[t] = v;
+    }
+}
+
+#[test]
+fn generic_kernels_are_named_by_their_arguments_and_reused() {
+    assert_eq!(fill::<f32, 8>().kernel().name(), "fill_f32_8");
+    assert_eq!(fill::<u64, 3>().kernel().name(), "fill_u64_3");
+    assert_eq!(broadcast().kernel().name(), "broadcast");
+    // One kernel per instantiation: its compiled form is reused.
+    assert_eq!(fill::<f32, 8>().kernel().id(), fill::<f32, 8>().kernel().id());
+    assert_ne!(fill::<f32, 8>().kernel().id(), fill::<f32, 4>().kernel().id());
+    let device = cpu();
+    let mut a = device.zeros::<u64>(32).unwrap();
+    fill::<u64, 3>().launch_grid(&device, 1, (&mut a, 7)).unwrap();
+    assert_eq!(&a.to_vec().unwrap()[..4], &[7, 7, 7, 0]);
+}
