@@ -44,6 +44,7 @@
 //! assert_eq!(a.to_vec().unwrap()[40], 32.0);
 //! ```
 
+pub mod algorithms;
 pub mod backend;
 pub mod ir;
 pub mod lang;
