@@ -176,15 +176,44 @@ pub(crate) fn kernel(args: KernelArgs, item: ItemFn) -> syn::Result<TokenStream>
     let body = lower.finish(body)?;
 
     let ident = &sig.ident;
+    // The default name: the function's, then each generic argument (`sum_f32`, `tile_f64_8`), so
+    // the instantiations of a generic kernel have names of their own (`qd emit` files).
     let name = match &args.name {
         Some(n) => n.to_token_stream(),
-        None => ident.to_string().to_token_stream(),
+        None => {
+            let base = ident.to_string();
+            let parts: Vec<TokenStream> = sig
+                .generics
+                .params
+                .iter()
+                .filter_map(|g| match g {
+                    GenericParam::Type(t) => {
+                        let id = &t.ident;
+                        Some(quote!(::qd::lang::type_name::<#id>()))
+                    }
+                    GenericParam::Const(c) => {
+                        let id = &c.ident;
+                        Some(quote!(::std::string::ToString::to_string(&#id)))
+                    }
+                    GenericParam::Lifetime(_) => None,
+                })
+                .collect();
+            if parts.is_empty() {
+                base.to_token_stream()
+            } else {
+                quote!({
+                    let mut name = ::std::string::String::from(#base);
+                    #(name.push('_'); name.push_str(&#parts);)*
+                    name
+                })
+            }
+        }
     };
     let (ctor, launch) = if range { (quote!(range), quote!(Range)) } else { (quote!(explicit), quote!(Explicit)) };
     let clones = comptime.iter().map(|p| {
         let pat = &p.pat;
         let names = pattern_idents(pat);
-        quote!(#(let #names = ::core::clone::Clone::clone(&#names);)*)
+        quote!(#(#[allow(unused_variables)] let #names = ::core::clone::Clone::clone(&#names);)*)
     });
     let (kname, kdim) = (hidden("__qd_name"), hidden("__qd_block_dim"));
     let make = quote! {{

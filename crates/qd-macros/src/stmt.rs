@@ -4,7 +4,7 @@
 use crate::lower::{hidden, Binding, Loop, Lower};
 use crate::scan;
 use proc_macro2::TokenStream;
-use quote::{quote, quote_spanned};
+use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 use syn::{Expr, Local, Pat, Stmt};
 
@@ -90,12 +90,13 @@ impl Lower {
             [a, b] => (self.expr(a), self.expr(b)),
             _ => return self.error(call.span(), "write `range(n)` or `range(begin, end)`"),
         };
-        let Pat::Ident(var) = &*f.pat else {
-            return self.error(f.pat.span(), "the parallel loop's index is a name: `for i in range(n)`");
+        let var = match &*f.pat {
+            Pat::Ident(p) if p.mutability.is_none() && p.subpat.is_none() => p.ident.to_token_stream(),
+            Pat::Wild(w) => w.to_token_stream(),
+            other => return self.error(other.span(), "the parallel loop's index is a name: `for i in range(n)`"),
         };
-        let var = &var.ident;
         let body = self.in_closure(|l| {
-            l.bind(var, Binding::Plain);
+            l.bind_pattern(&f.pat);
             l.in_loop(Loop::Parallel, |l| l.stmts(&f.body.stmts, false).block())
         });
         let k = hidden("__qd_k");
@@ -188,8 +189,11 @@ impl Lower {
         let scalar = ty.filter(|t| self.dev_type(t).is_some());
         if scan::assigned_under_closure(rest, &name.to_string()) {
             self.bind(name, Binding::Var);
-            let typed = scalar.map(|t| quote!(::<#t>));
-            quote_spanned!(span=> let #name = ::qd::lang::var #typed (#value);)
+            let value = match scalar {
+                Some(t) => quote_spanned!(span=> ::qd::lang::to_dev::<::qd::lang::Val<#t>, _>(#value)),
+                None => value,
+            };
+            quote_spanned!(span=> let #name = ::qd::lang::var(#value);)
         } else {
             self.bind(name, Binding::Rebind);
             let typed = match (scalar, ty) {

@@ -318,10 +318,16 @@ pub fn proxy_fence(kind: &str) {
 /// ```
 /// use qd::prelude::*;
 /// use qd::backend::{ptx::{lower_kernel, PtxTarget}, Target};
-/// let k = Kernel::range("stop", 32, |k| {
-///     let a = k.array::<u32>("a");
-///     k.parallel_for(0, a.len(), |i| if_(a.get(i).eq(0), qd::nv::breakpoint));
-/// });
+/// #[qd::kernel]
+/// fn stop(a: &[u32]) {
+///     qd::loop_config(block_dim = 32);
+///     for i in range(a.len()) {
+///         if a[i] == 0 {
+///             qd::nv::breakpoint();
+///         }
+///     }
+/// }
+/// let k = stop().into_kernel();
 /// let ir = k.trace(&Target::ptx(PtxTarget::sm(80))).unwrap();
 /// let ptx = lower_kernel(&ir, &PtxTarget::sm(80)).unwrap().text;
 /// assert!(ptx.contains("%globaltimer") && ptx.contains("trap;"));

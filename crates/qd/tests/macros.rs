@@ -513,3 +513,74 @@ fn leaving_an_unrolled_loop_on_a_device_condition_is_a_trace_error() {
     assert!(err.message.contains("qd::unroll"), "{err}");
     assert_eq!(err.loc.line, line_of("if a[t] > k {"), "{err}");
 }
+
+/// The seed-remainder features in macro kernels: shaped shared arrays indexed `s[[r, c]]`,
+/// vectors (`v[k]`, arithmetic, `let mut` assigned under an `if`), arrays of vectors.
+#[qd::kernel(block_dim = 64)]
+fn shaped_and_vectors(src: &[f32], out: &mut [f32], norms: &mut [f32]) {
+    let tile = block::shared_array_shaped::<f32, 2>([4, 16]);
+    let t = block::thread_idx();
+    let (r, c) = (t / 16, t % 16);
+    tile[[r, c]] = src[t];
+    block::sync();
+    out[t] = tile[[3 - r, c]];
+    let points = qd::simt::vector::VectorArray::<f32, 4>::new(src);
+    let mut v = points[t % 16];
+    if t < 16 {
+        v = v + v;
+    }
+    let limit: f32 = 1000.0;
+    let mut total: f32 = 0.0;
+    for k in 0..4 {
+        if v[k] < limit {
+            total += v[k];
+        }
+    }
+    norms[t] = total;
+}
+
+#[test]
+fn shaped_arrays_and_vectors() {
+    let device = cpu();
+    let data: Vec<f32> = (0..64).map(|x| x as f32).collect();
+    let src = device.array_from(&data).unwrap();
+    let mut out = device.zeros::<f32>(64).unwrap();
+    let mut norms = device.zeros::<f32>(64).unwrap();
+    shaped_and_vectors().launch_grid(&device, 1, (&src, &mut out, &mut norms)).unwrap();
+    let want: Vec<f32> = (0..64).map(|t| ((3 - t / 16) * 16 + t % 16) as f32).collect();
+    assert_eq!(out.to_vec().unwrap(), want);
+    let sums: Vec<f32> = (0..64)
+        .map(|t| {
+            let p = t % 16;
+            let s: f32 = data[4 * p..4 * p + 4].iter().sum();
+            if t < 16 {
+                2.0 * s
+            } else {
+                s
+            }
+        })
+        .collect();
+    assert_eq!(norms.to_vec().unwrap(), sums);
+}
+
+#[qd::kernel(block_dim = 32)]
+fn fill<T: Scalar, const K: u32>(a: &mut [T], v: T) {
+    let t = block::thread_idx();
+    if t < K as i32 {
+        a[t] = v;
+    }
+}
+
+#[test]
+fn generic_kernels_are_named_by_their_arguments_and_reused() {
+    assert_eq!(fill::<f32, 8>().kernel().name(), "fill_f32_8");
+    assert_eq!(fill::<u64, 3>().kernel().name(), "fill_u64_3");
+    assert_eq!(broadcast().kernel().name(), "broadcast");
+    // One kernel per instantiation: its compiled form is reused.
+    assert_eq!(fill::<f32, 8>().kernel().id(), fill::<f32, 8>().kernel().id());
+    assert_ne!(fill::<f32, 8>().kernel().id(), fill::<f32, 4>().kernel().id());
+    let device = cpu();
+    let mut a = device.zeros::<u64>(32).unwrap();
+    fill::<u64, 3>().launch_grid(&device, 1, (&mut a, 7)).unwrap();
+    assert_eq!(&a.to_vec().unwrap()[..4], &[7, 7, 7, 0]);
+}

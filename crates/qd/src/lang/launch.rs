@@ -156,6 +156,17 @@ impl<P: Params> KernelFn<P, Explicit> {
     }
 }
 
+/// The last path segment of `T`'s name (`f32`, `MyType`): the default kernel name of a generic
+/// `#[qd::kernel]` appends it for each type argument.
+pub fn type_name<T: ?Sized>() -> String {
+    let full = std::any::type_name::<T>();
+    // Generic arguments of the type itself (`Foo<u8>`) stay; only the path before it goes.
+    let head = full.split('<').next().unwrap_or(full);
+    let short = head.rsplit("::").next().unwrap_or(head);
+    let name = format!("{short}{}", &full[head.len()..]);
+    name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect()
+}
+
 /// The kernels of one generic `#[qd::kernel]` function, one per instantiation (keyed by the
 /// `TypeId` of its generic arguments), so calling the function again reuses the compiled kernel.
 pub struct KernelCache {

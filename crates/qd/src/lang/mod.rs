@@ -78,8 +78,9 @@
 //!   `range(begin, end)`; `i` is a `Val<i32>`, D1). Launch it with [`KernelFn::launch`].
 //! - Without a parallel loop the kernel is *explicit*: `#[qd::kernel(block_dim = 64)]`, launched on
 //!   a grid with [`KernelFn::launch_grid`].
-//! - `#[qd::kernel(name = expr)]` names the kernel (default: the function's name); `block_dim` and
-//!   `name` may use the compile-time parameters.
+//! - `#[qd::kernel(name = expr)]` names the kernel (default: the function's name, then each
+//!   generic argument: `fill::<f32, 8>()` is `fill_f32_8`); `block_dim` and `name` may use the
+//!   compile-time parameters.
 //! - `name()` without compile-time parameters returns the same kernel every time (one per
 //!   instantiation of its generic parameters), so its compiled form is reused; with
 //!   `#[comptime]` parameters each call makes a new kernel: keep the value to launch it again.
@@ -106,11 +107,11 @@ mod launch;
 mod ops;
 
 pub use flow::{branch, unroll, while_, Flow, If, Join, ReturnValue, Returns, Unroll};
-pub use launch::{Explicit, KernelCache, KernelFn, Param, Params, Range, Slice, SliceMut, Value};
+pub use launch::{type_name, Explicit, KernelCache, KernelFn, Param, Params, Range, Slice, SliceMut, Value};
 pub use ops::{
-    and, and_pure, cast, dev, eq, ge, gt, index, le, lt, ne, or, or_pure, place, store, to_dev, CastTo, CmpEq, CmpOrd,
-    Load, Logic, Ord, ToDev,
+    and, and_pure, cast, dev, eq, ge, gt, index, le, lt, ne, or, or_pure, place, store, to_dev, var, CastTo, CmpEq,
+    CmpOrd, DeviceValue, Load, Logic, Ord, Place, Store, ToDev, VectorVar,
 };
 
-pub use crate::trace::{break_, continue_, for_range, loop_, return_, var, IntoVal, KernelBuilder, Val, Var};
+pub use crate::trace::{break_, continue_, for_range, loop_, return_, IntoVal, KernelBuilder, Val, Var};
 pub use crate::trace::{Array, Elem, Kernel, Scalar};

@@ -4,7 +4,9 @@
 //! functions, which return a `bool` when both sides are compile-time values and a `Val<bool>`
 //! when either side is a device value. Arithmetic operators stay as written: `Val` implements them.
 
-use crate::trace::{if_else, var, Array, Elem, IntoIndex, IntoVal, Scalar, Val};
+use crate::simt::block::ShapedArray;
+use crate::simt::vector::{Matrix, MatrixArray, Vector, VectorArray};
+use crate::trace::{if_else, Array, Elem, IntoIndex, IntoVal, Scalar, Val, Var};
 
 /// `==` and `!=` in kernel code (see [`eq`]).
 #[diagnostic::on_unimplemented(
@@ -202,7 +204,7 @@ impl<R: IntoVal<bool>> Logic<R> for Val<bool> {
     fn logic(self, rhs: impl FnOnce() -> R, or: bool) -> Val<bool> {
         // The result starts as the left side and takes the right side only where the left one
         // does not decide it, so `i < n && a[i] > 0` never loads `a[i]` where `i >= n`.
-        let result = var(self);
+        let result = crate::trace::var(self);
         if or {
             if_else(self, || {}, || result.set(rhs().into_val()));
         } else {
@@ -353,23 +355,201 @@ pub fn index<A: Load<I> + ?Sized, I>(a: &A, i: I) -> A::Output {
     a.load(i)
 }
 
-/// `a[i] = v` in kernel code: a store into a device array.
-#[track_caller]
-pub fn store<T: Scalar>(a: &Array<T>, i: impl IntoIndex, v: impl IntoVal<T>) {
-    a.set(i, v)
+impl<T: Scalar, I: IntoVal<i32>, const N: usize> Load<[I; N]> for ShapedArray<T, N> {
+    type Output = Val<T>;
+    fn load(&self, i: [I; N]) -> Val<T> {
+        self.get(i)
+    }
 }
 
-/// `&a[i]` in kernel code: the element as the location of an atomic or `volatile_load`.
+impl<T: Scalar, I: IntoVal<i32>, const N: usize> Load<I> for VectorArray<T, N> {
+    type Output = Vector<T, N>;
+    fn load(&self, i: I) -> Vector<T, N> {
+        self.get(i)
+    }
+}
+
+impl<T: Scalar, I: IntoVal<i32>, const R: usize, const C: usize> Load<I> for MatrixArray<T, R, C> {
+    type Output = Matrix<T, R, C>;
+    fn load(&self, i: I) -> Matrix<T, R, C> {
+        self.get(i)
+    }
+}
+
+impl<T: Scalar, I: IntoVal<i32>, const N: usize> Load<I> for Vector<T, N> {
+    type Output = Val<T>;
+    fn load(&self, i: I) -> Val<T> {
+        self.get(i)
+    }
+}
+
+/// `a[i] = v` in kernel code: a store into a device array (flat, shaped, or of vectors).
+#[diagnostic::on_unimplemented(
+    message = "kernel code cannot store `{V}` into `{Self}` at `{I}`",
+    label = "`a[i] = v` stores into device arrays: a value of their element type at an integer index"
+)]
+pub trait Store<I, V> {
+    /// Stores `v` as element `i`.
+    #[track_caller]
+    fn store(&self, i: I, v: V);
+}
+
+impl<T: Scalar, I: IntoIndex, V: IntoVal<T>> Store<I, V> for Array<T> {
+    fn store(&self, i: I, v: V) {
+        self.set(i, v)
+    }
+}
+
+impl<T: Scalar, I: IntoVal<i32>, V: IntoVal<T>, const N: usize> Store<[I; N], V> for ShapedArray<T, N> {
+    fn store(&self, i: [I; N], v: V) {
+        self.set(i, v)
+    }
+}
+
+impl<T: Scalar, I: IntoVal<i32>, const N: usize> Store<I, Vector<T, N>> for VectorArray<T, N> {
+    fn store(&self, i: I, v: Vector<T, N>) {
+        self.set(i, v)
+    }
+}
+
+impl<T: Scalar, I: IntoVal<i32>, const R: usize, const C: usize> Store<I, Matrix<T, R, C>> for MatrixArray<T, R, C> {
+    fn store(&self, i: I, v: Matrix<T, R, C>) {
+        self.set(i, v)
+    }
+}
+
+/// `a[i] = v` in kernel code.
 #[track_caller]
-pub fn place<T: Scalar>(a: &Array<T>, i: impl IntoIndex) -> Elem<T> {
-    a.at(i)
+pub fn store<A: Store<I, V>, I, V>(a: &A, i: I, v: V) {
+    a.store(i, v)
+}
+
+/// `&a[i]` in kernel code: an element as the location of an atomic or `volatile_load`.
+#[diagnostic::on_unimplemented(
+    message = "`&{Self}[{I}]` is not a location kernel code can take",
+    label = "`&a[i]` takes an element of a device array (flat or shaped)"
+)]
+pub trait Place<I> {
+    /// The element type.
+    type Elem;
+    /// Element `i`.
+    #[track_caller]
+    fn place(&self, i: I) -> Elem<Self::Elem>;
+}
+
+impl<T: Scalar, I: IntoIndex> Place<I> for Array<T> {
+    type Elem = T;
+    fn place(&self, i: I) -> Elem<T> {
+        self.at(i)
+    }
+}
+
+impl<T: Scalar, I: IntoVal<i32>, const N: usize> Place<[I; N]> for ShapedArray<T, N> {
+    type Elem = T;
+    fn place(&self, i: [I; N]) -> Elem<T> {
+        self.at(i)
+    }
+}
+
+/// `&a[i]` in kernel code.
+#[track_caller]
+pub fn place<A: Place<I>, I>(a: &A, i: I) -> Elem<A::Elem> {
+    a.place(i)
+}
+
+/// A device value a `let mut` holds: compile-time scalars become constants, device values
+/// (`Val`, vectors) stay themselves.
+#[diagnostic::on_unimplemented(
+    message = "`let mut` in kernel code holds a device value, and `{Self}` is not one",
+    label = "a scalar, `Val<T>` or vector",
+    note = "for a value used while tracing (a counter of an unrolled loop, a table), write `#[comptime] let mut`"
+)]
+pub trait DeviceValue {
+    /// The value as a device value.
+    type Dev;
+    /// The local that holds it when it is assigned under device control flow.
+    type Var: Copy;
+    /// Converts (a scalar becomes a constant).
+    #[track_caller]
+    fn dev(self) -> Self::Dev;
+    /// Declares a local holding it.
+    #[track_caller]
+    fn var(self) -> Self::Var;
+}
+
+impl<T: Scalar> DeviceValue for T {
+    type Dev = Val<T>;
+    type Var = Var<T>;
+    #[track_caller]
+    fn dev(self) -> Val<T> {
+        Val::constant(self)
+    }
+    #[track_caller]
+    fn var(self) -> Var<T> {
+        crate::trace::var(self)
+    }
+}
+
+impl<T: Scalar> DeviceValue for Val<T> {
+    type Dev = Val<T>;
+    type Var = Var<T>;
+    fn dev(self) -> Val<T> {
+        self
+    }
+    #[track_caller]
+    fn var(self) -> Var<T> {
+        crate::trace::var(self)
+    }
+}
+
+impl<T: Scalar, const N: usize> DeviceValue for Vector<T, N> {
+    type Dev = Vector<T, N>;
+    type Var = VectorVar<T, N>;
+    fn dev(self) -> Self {
+        self
+    }
+    #[track_caller]
+    fn var(self) -> VectorVar<T, N> {
+        VectorVar(self.0.map(crate::trace::var))
+    }
+}
+
+/// The local of a vector `let mut` assigned under device control flow: one per component.
+pub struct VectorVar<T, const N: usize>([Var<T>; N]);
+
+impl<T, const N: usize> Clone for VectorVar<T, N> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T, const N: usize> Copy for VectorVar<T, N> {}
+
+impl<T: Scalar, const N: usize> VectorVar<T, N> {
+    /// The current value.
+    #[track_caller]
+    pub fn get(self) -> Vector<T, N> {
+        Vector(self.0.map(Var::get))
+    }
+    /// Assigns a new value.
+    #[track_caller]
+    pub fn set(self, v: Vector<T, N>) {
+        for (slot, x) in self.0.into_iter().zip(v.0) {
+            slot.set(x);
+        }
+    }
 }
 
 /// A device value: a compile-time scalar becomes a constant, a `Val` stays itself (the values a
 /// `let mut` rebinds).
 #[track_caller]
-pub fn dev<T: Scalar>(v: impl IntoVal<T>) -> Val<T> {
-    v.into_val()
+pub fn dev<V: DeviceValue>(v: V) -> V::Dev {
+    v.dev()
+}
+
+/// The local of a `let mut` assigned under device control flow.
+#[track_caller]
+pub fn var<V: DeviceValue>(v: V) -> V::Var {
+    v.var()
 }
 
 /// The value of a `#[qd::func]` body or branch converted to the function's declared result.

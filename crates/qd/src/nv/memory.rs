@@ -29,16 +29,17 @@ fn require_global<T: Scalar>(name: &str, elem: Elem<T>) -> bool {
 /// ```
 /// use qd::prelude::*;
 /// use qd::backend::{ptx::{lower_kernel, PtxTarget}, Target};
-/// let k = Kernel::range("hinted", 32, |k| {
-///     let a = k.array::<f32>("a");
-///     let out = k.array::<f32>("out");
-///     k.parallel_for(0, a.len(), |i| {
-///         out.set(i, qd::nv::load_l2_hint(a.at(i), qd::ir::L2Policy::EvictFirst) * 2.0f32);
-///     });
-/// });
+/// #[qd::kernel]
+/// fn hinted(a: &[f32], out: &mut [f32]) {
+///     qd::loop_config(block_dim = 32);
+///     for i in range(a.len()) {
+///         out[i] = qd::nv::load_l2_hint(&a[i], qd::ir::L2Policy::EvictFirst) * 2.0f32;
+///     }
+/// }
 /// let d = Device::cpu();
-/// let (a, out) = (d.array_from(&[1.0f32; 32]).unwrap(), d.zeros::<f32>(32).unwrap());
-/// d.launch(&k, &[a.arg(), out.arg()]).unwrap();
+/// let (a, mut out) = (d.array_from(&[1.0f32; 32]).unwrap(), d.zeros::<f32>(32).unwrap());
+/// hinted().launch(&d, (&a, &mut out)).unwrap();
+/// let k = hinted().into_kernel();
 /// assert_eq!(out.to_vec().unwrap(), vec![2.0; 32]);
 /// // On CUDA (sm_80 and up):
 /// let ir = k.trace(&Target::ptx(PtxTarget::sm(80))).unwrap();
@@ -67,15 +68,17 @@ pub fn load_l2_hint<T: Scalar>(elem: Elem<T>, policy: L2Policy) -> Val<T> {
 /// use qd::prelude::*;
 /// use qd::backend::{ptx::{lower_kernel, PtxTarget}, Target};
 /// use qd::ir::{AtomicOp, L2Policy};
-/// let k = Kernel::range("hinted_add", 32, |k| {
-///     let sum = k.array::<u32>("sum");
-///     k.parallel_for(0, 32, |_| {
-///         qd::nv::atomic_l2_hint(AtomicOp::Add, sum.at(0), 1u32, L2Policy::EvictLast);
-///     });
-/// });
+/// #[qd::kernel]
+/// fn hinted_add(sum: &mut [u32]) {
+///     qd::loop_config(block_dim = 32);
+///     for _ in range(32) {
+///         qd::nv::atomic_l2_hint(AtomicOp::Add, &sum[0], 1u32, L2Policy::EvictLast);
+///     }
+/// }
 /// let d = Device::cpu();
-/// let sum = d.zeros::<u32>(1).unwrap();
-/// d.launch(&k, &[sum.arg()]).unwrap();
+/// let mut sum = d.zeros::<u32>(1).unwrap();
+/// hinted_add().launch(&d, (&mut sum,)).unwrap();
+/// let k = hinted_add().into_kernel();
 /// assert_eq!(sum.to_vec().unwrap(), vec![32]);
 /// let ir = k.trace(&Target::ptx(PtxTarget::sm(80))).unwrap();
 /// let ptx = lower_kernel(&ir, &PtxTarget::sm(80)).unwrap().text;

@@ -21,10 +21,14 @@ fn redux_f32(name: &'static str, op: ReduxFloatOp, value: Val<f32>) -> Val<f32> 
 /// ```
 /// use qd::prelude::*;
 /// use qd::backend::{ptx::PtxTarget, Target};
-/// let k = Kernel::range("fmin", 32, |k| {
-///     let a = k.array::<f32>("a");
-///     k.parallel_for(0, 32, |i| a.set(i, qd::nv::redux_min_f32(a.get(i))));
-/// });
+/// #[qd::kernel]
+/// fn fmin(a: &mut [f32]) {
+///     qd::loop_config(block_dim = 32);
+///     for i in range(32) {
+///         a[i] = qd::nv::redux_min_f32(a[i]);
+///     }
+/// }
+/// let k = fmin().into_kernel();
 /// assert!(k.trace(&Target::ptx(PtxTarget::arch_specific(100))).is_ok());
 /// let refused = k.trace(&Target::ptx(PtxTarget::sm(90))).unwrap_err();
 /// assert!(refused.to_string().contains("sm_100a"), "{refused}");
@@ -63,16 +67,17 @@ pub fn redux_max_abs_nan_f32(value: impl IntoVal<f32>) -> Val<f32> {
 /// ```
 /// use qd::prelude::*;
 /// use qd::ir::ShuffleKind;
-/// let k = Kernel::range("up_valid", 32, |k| {
-///     let out = k.array::<u32>("out");
-///     k.parallel_for(0, 32, |i| {
-///         let (v, ok) = qd::nv::shuffle_valid(ShuffleKind::Up, i.cast::<u32>(), 3u32);
-///         out.set(i, select(ok, v, 999u32));
-///     });
-/// });
+/// #[qd::kernel]
+/// fn up_valid(out: &mut [u32]) {
+///     qd::loop_config(block_dim = 32);
+///     for i in range(32) {
+///         let (v, ok) = qd::nv::shuffle_valid(ShuffleKind::Up, i as u32, 3u32);
+///         out[i] = if ok { v } else { 999u32 };
+///     }
+/// }
 /// let d = Device::cpu();
-/// let out = d.zeros::<u32>(32).unwrap();
-/// d.launch(&k, &[out.arg()]).unwrap();
+/// let mut out = d.zeros::<u32>(32).unwrap();
+/// up_valid().launch(&d, (&mut out,)).unwrap();
 /// let want: Vec<u32> = (0..32).map(|l| if l >= 3 { l - 3 } else { 999 }).collect();
 /// assert_eq!(out.to_vec().unwrap(), want);
 /// ```
@@ -95,17 +100,18 @@ pub fn shuffle_valid<T: Shuffle>(
 ///
 /// ```
 /// use qd::prelude::*;
-/// let k = Kernel::range("uni", 64, |k| {
-///     let out = k.array::<u32>("out");
-///     k.parallel_for(0, 64, |i| {
+/// #[qd::kernel]
+/// fn uni(out: &mut [u32]) {
+///     qd::loop_config(block_dim = 64);
+///     for i in range(64) {
 ///         // Uniform in the first warp, mixed in the second.
-///         let p = i.lt(32) | (i % 2).eq(0);
-///         out.set(i, qd::nv::vote_uni(p).cast::<u32>());
-///     });
-/// });
+///         let p = i < 32 || i % 2 == 0;
+///         out[i] = qd::nv::vote_uni(p) as u32;
+///     }
+/// }
 /// let d = Device::cpu();
-/// let out = d.zeros::<u32>(64).unwrap();
-/// d.launch(&k, &[out.arg()]).unwrap();
+/// let mut out = d.zeros::<u32>(64).unwrap();
+/// uni().launch(&d, (&mut out,)).unwrap();
 /// let o = out.to_vec().unwrap();
 /// assert!(o[..32].iter().all(|&x| x == 1) && o[32..].iter().all(|&x| x == 0));
 /// ```

@@ -245,54 +245,57 @@ reductions!(
 ```
 use qd::prelude::*;
 // Sum groups of 8 lanes; tile lane 0 holds each total.
-let k = Kernel::range("sum8", 64, |k| {
-    let a = k.array::<f32>("a");
-    let out = k.array::<f32>("out");
-    k.parallel_for(0, a.len(), |i| {
-        let total = subgroup::reduce_add_tiled(a.get(i), 3);
-        if_((subgroup::invocation_id() % 8).eq(0), || out.set(i / 8, total));
-    });
-});
+#[qd::kernel]
+fn sum8(a: &[f32], out: &mut [f32]) {
+    qd::loop_config(block_dim = 64);
+    for i in range(a.len()) {
+        let total = subgroup::reduce_add_tiled(a[i], 3);
+        if subgroup::invocation_id() % 8 == 0 {
+            out[i / 8] = total;
+        }
+    }
+}
 let d = Device::from_name("cpu:sg32").unwrap();
 let a = d.array_from(&(0..64).map(|x| x as f32).collect::<Vec<_>>()).unwrap();
-let out = d.zeros::<f32>(8).unwrap();
-d.launch(&k, &[a.arg(), out.arg()]).unwrap();
+let mut out = d.zeros::<f32>(8).unwrap();
+sum8().launch(&d, (&a, &mut out)).unwrap();
 assert_eq!(out.to_vec().unwrap()[..3], [28.0, 92.0, 156.0]);
 ```"#,
     r#"
 ```
 use qd::prelude::*;
 // Normalise each subgroup by its sum.
-let k = Kernel::range("normalize", 64, |k| {
-    let a = k.array::<f64>("a");
-    k.parallel_for(0, a.len(), |i| {
-        let v = a.get(i);
-        a.set(i, v / subgroup::reduce_all_add(v));
-    });
-});
+#[qd::kernel]
+fn normalize(a: &mut [f64]) {
+    qd::loop_config(block_dim = 64);
+    for i in range(a.len()) {
+        let v = a[i];
+        a[i] = v / subgroup::reduce_all_add(v);
+    }
+}
 let d = Device::from_name("cpu:sg64").unwrap();
-let a = d.array_from(&[2.0f64; 64]).unwrap();
-d.launch(&k, &[a.arg()]).unwrap();
+let mut a = d.array_from(&[2.0f64; 64]).unwrap();
+normalize().launch(&d, (&mut a,)).unwrap();
 assert!(a.to_vec().unwrap().iter().all(|&x| x == 1.0 / 64.0));
 ```"#,
     r#"
 ```
 use qd::prelude::*;
 // Running sums that restart at every head flag (and at each 16-lane tile).
-let k = Kernel::range("seg", 64, |k| {
-    let a = k.array::<i32>("a");
-    let head = k.array::<i32>("head");
-    k.parallel_for(0, a.len(), |i| {
-        a.set(i, subgroup::segmented_reduce_add_tiled(a.get(i), head.get(i), 4));
-    });
-});
+#[qd::kernel]
+fn seg(a: &mut [i32], head: &[i32]) {
+    qd::loop_config(block_dim = 64);
+    for i in range(a.len()) {
+        a[i] = subgroup::segmented_reduce_add_tiled(a[i], head[i], 4);
+    }
+}
 let d = Device::from_name("cpu:sg16").unwrap();
-let a = d.array_from(&[1i32; 64]).unwrap();
+let mut a = d.array_from(&[1i32; 64]).unwrap();
 let mut h = vec![0i32; 64];
 h[3] = 1;
 h[6] = 7; // any non-zero value is a head
 let head = d.array_from(&h).unwrap();
-d.launch(&k, &[a.arg(), head.arg()]).unwrap();
+seg().launch(&d, (&mut a, &head)).unwrap();
 assert_eq!(a.to_vec().unwrap()[..10], [1, 2, 3, 1, 2, 3, 1, 2, 3, 4]);
 ```"#
 );

@@ -129,26 +129,32 @@ scans!(
     r#"
 ```
 use qd::prelude::*;
-let k = Kernel::range("cumsum", 64, |k| {
-    let a = k.array::<i32>("a");
-    k.parallel_for(0, a.len(), |i| a.set(i, subgroup::inclusive_add_tiled(a.get(i), 2)));
-});
+#[qd::kernel]
+fn cumsum(a: &mut [i32]) {
+    qd::loop_config(block_dim = 64);
+    for i in range(a.len()) {
+        a[i] = subgroup::inclusive_add_tiled(a[i], 2);
+    }
+}
 let d = Device::from_name("cpu:sg8").unwrap();
-let a = d.array_from(&(1..=64).collect::<Vec<i32>>()).unwrap();
-d.launch(&k, &[a.arg()]).unwrap();
+let mut a = d.array_from(&(1..=64).collect::<Vec<i32>>()).unwrap();
+cumsum().launch(&d, (&mut a,)).unwrap();
 assert_eq!(a.to_vec().unwrap()[..8], [1, 3, 6, 10, 5, 11, 18, 26]);
 ```"#,
     r#"
 ```
 use qd::prelude::*;
 // Offsets for a compaction: each lane's write position within its subgroup.
-let k = Kernel::range("offsets", 64, |k| {
-    let n = k.array::<u32>("n");
-    k.parallel_for(0, n.len(), |i| n.set(i, subgroup::exclusive_add(n.get(i))));
-});
+#[qd::kernel]
+fn offsets(n: &mut [u32]) {
+    qd::loop_config(block_dim = 64);
+    for i in range(n.len()) {
+        n[i] = subgroup::exclusive_add(n[i]);
+    }
+}
 let d = Device::from_name("cpu:sg4").unwrap();
-let n = d.array_from(&[2u32; 64]).unwrap();
-d.launch(&k, &[n.arg()]).unwrap();
+let mut n = d.array_from(&[2u32; 64]).unwrap();
+offsets().launch(&d, (&mut n,)).unwrap();
 assert_eq!(n.to_vec().unwrap()[..6], [0, 2, 4, 6, 0, 2]);
 ```"#
 );
