@@ -211,7 +211,7 @@ enum Flags {
 fn flags(kind: Flags, n: usize, rng: &mut Rng) -> Vec<u8> {
     (0..n)
         .map(|i| match kind {
-            Flags::Random => (rng.next_u64() % 3 == 0) as u8,
+            Flags::Random => rng.next_u64().is_multiple_of(3) as u8,
             Flags::Alternating => (i % 2) as u8 * 3,
             Flags::None => 0,
             Flags::All => 1,
