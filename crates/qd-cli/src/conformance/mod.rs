@@ -5,6 +5,7 @@
 //! target ([`CaseError::Unsupported`], with the check's reason): cases never test a device's name
 //! or capabilities themselves. Skips never count as passes.
 
+pub mod algorithms;
 pub mod atomic_extra;
 pub mod block_algos;
 pub mod examples;
@@ -131,6 +132,7 @@ pub fn all_cases() -> Vec<Case> {
     nv::register(&mut cases);
     grid::register(&mut cases);
     ranges::register(&mut cases);
+    algorithms::register(&mut cases);
     cases
 }
 

@@ -35,20 +35,20 @@ mod private {
     /// The host arithmetic the launch parameters need.
     pub trait Sealed: Copy + std::fmt::Debug {
         /// `lower < upper`.
-        fn below(self, upper: Self) -> bool;
+        fn hist_below(self, upper: Self) -> bool;
         /// Floats: `bins / (upper - lower)` in the sample's precision; integers: 0.
-        fn scale(bins: u32, lower: Self, upper: Self) -> Self;
+        fn hist_scale(bins: u32, lower: Self, upper: Self) -> Self;
         /// Integers: `upper - lower` exactly; floats: 0.
-        fn range(lower: Self, upper: Self) -> u128;
+        fn hist_range(lower: Self, upper: Self) -> u128;
     }
 }
 
 macro_rules! int_samples {
     ($($t:ty),*) => {$(
         impl private::Sealed for $t {
-            fn below(self, upper: Self) -> bool { self < upper }
-            fn scale(_: u32, _: Self, _: Self) -> Self { 0 }
-            fn range(lower: Self, upper: Self) -> u128 { (upper as i128 - lower as i128) as u128 }
+            fn hist_below(self, upper: Self) -> bool { self < upper }
+            fn hist_scale(_: u32, _: Self, _: Self) -> Self { 0 }
+            fn hist_range(lower: Self, upper: Self) -> u128 { (upper as i128 - lower as i128) as u128 }
         }
         impl Sample for $t {
             fn bin_even(self, bins: u32, lower: Self, upper: Self) -> Option<u32> {
@@ -56,7 +56,7 @@ macro_rules! int_samples {
                     return None;
                 }
                 let d = (self as i128 - lower as i128) as u128;
-                Some((d * bins as u128 / <$t as private::Sealed>::range(lower, upper)) as u32)
+                Some((d * bins as u128 / <$t as private::Sealed>::hist_range(lower, upper)) as u32)
             }
         }
     )*};
@@ -66,16 +66,16 @@ int_samples!(i8, u8, i16, u16, i32, u32, i64, u64);
 macro_rules! float_samples {
     ($($t:ty),*) => {$(
         impl private::Sealed for $t {
-            fn below(self, upper: Self) -> bool { self < upper }
-            fn scale(bins: u32, lower: Self, upper: Self) -> Self { bins as $t / (upper - lower) }
-            fn range(_: Self, _: Self) -> u128 { 0 }
+            fn hist_below(self, upper: Self) -> bool { self < upper }
+            fn hist_scale(bins: u32, lower: Self, upper: Self) -> Self { bins as $t / (upper - lower) }
+            fn hist_range(_: Self, _: Self) -> u128 { 0 }
         }
         impl Sample for $t {
             fn bin_even(self, bins: u32, lower: Self, upper: Self) -> Option<u32> {
                 if !(self >= lower && self < upper) {
                     return None;
                 }
-                let scale = <$t as private::Sealed>::scale(bins, lower, upper);
+                let scale = <$t as private::Sealed>::hist_scale(bins, lower, upper);
                 // The kernel's float-to-u32 conversion truncates and saturates, as `as` does.
                 Some((((self - lower) * scale) as u32).min(bins - 1))
             }
@@ -215,18 +215,18 @@ fn params<T: Sample>(bins: u32, lower: T, upper: T) -> std::result::Result<(Vec<
     if bins == 0 || bins > MAX_BINS {
         return Err(format!("{bins} bins: 1 to {MAX_BINS} are supported (one shared-memory counter each)"));
     }
-    if !lower.below(upper) {
+    if !lower.hist_below(upper) {
         return Err(format!("the range [{lower:?}, {upper:?}) is empty"));
     }
-    let product = T::range(lower, upper) * bins as u128;
+    let product = T::hist_range(lower, upper) * bins as u128;
     let width = if T::DTYPE.is_float() || product > u32::MAX as u128 { Width::W64 } else { Width::W32 };
     if product > u64::MAX as u128 {
         return Err(format!(
             "{bins} bins over [{lower:?}, {upper:?}): (upper - lower) * bins overflows 64 bits; use fewer bins or a narrower range"
         ));
     }
-    let scale = T::scale(bins, lower, upper);
-    let range = T::range(lower, upper) as u64;
+    let scale = T::hist_scale(bins, lower, upper);
+    let range = T::hist_range(lower, upper) as u64;
     Ok((vec![Arg::scalar(lower), Arg::scalar(upper), Arg::scalar(scale), Arg::scalar(range)], width))
 }
 
