@@ -169,7 +169,7 @@ fn select_keeps_flagged_and_predicated_elements_in_order() {
             let out = d.zeros::<i32>(n).unwrap();
             let count = d.array_from(&[99u32]).unwrap();
             ws.select_flagged(&a, &f, &out, &count).unwrap();
-            let want: Vec<i32> = x.iter().zip(&flags).filter(|(_, &f)| f != 0).map(|(&v, _)| v).collect();
+            let want: Vec<i32> = x.iter().zip(&flags).filter(|&(_, &f)| f != 0).map(|(&v, _)| v).collect();
             assert_eq!(count.to_vec().unwrap(), [want.len() as u32], "{name} n = {n}");
             assert_eq!(out.to_vec().unwrap()[..want.len()], want[..], "{name} n = {n}");
             let odd = Predicate::new("odd", |v: Val<i32>| (v & 1).ne(0));

@@ -34,10 +34,10 @@ fn the_runtime_against_a_stand_in_for_hip() {
     }
     std::os::unix::fs::symlink(llvm, root.join("llvm")).unwrap();
     let log = root.join("launches.log");
-    std::env::set_var("ROCM_PATH", &root);
-    std::env::set_var("FAKE_HIP_LAUNCH_LOG", &log);
-    std::env::set_var("QD_CACHE_DIR", root.join("cache"));
-    std::env::remove_var("QD_CACHE_DISABLE");
+    env_set_var("ROCM_PATH", &root);
+    env_set_var("FAKE_HIP_LAUNCH_LOG", &log);
+    env_set_var("QD_CACHE_DIR", root.join("cache"));
+    env_remove_var("QD_CACHE_DISABLE");
 
     // Names and what the device is.
     assert_eq!(qd::runtime::available_devices().iter().filter(|n| n.starts_with("amdgpu")).count(), 1);
@@ -113,18 +113,28 @@ fn the_runtime_against_a_stand_in_for_hip() {
         Err(e) => panic!("expected Unavailable, got {e}"),
         Ok(d) => panic!("expected Unavailable, got {}", d.name()),
     };
-    std::env::set_var("FAKE_HIP_WAVE", "32");
+    env_set_var("FAKE_HIP_WAVE", "32");
     unavailable("reports a 32-wide wavefront");
-    std::env::set_var("FAKE_HIP_ARCH", "gfx1100");
+    env_set_var("FAKE_HIP_ARCH", "gfx1100");
     let rdna = Device::from_name("amdgpu").unwrap(); // RDNA reports 32 and runs wave64 code objects
     assert_eq!((rdna.target().name().as_str(), rdna.subgroup_size()), ("amdgpu:gfx1100", 64));
-    std::env::set_var("FAKE_HIP_ARCH", "gfx1030");
+    env_set_var("FAKE_HIP_ARCH", "gfx1030");
     unavailable("unknown AMDGPU architecture `gfx1030`");
-    std::env::remove_var("FAKE_HIP_ARCH");
-    std::env::remove_var("FAKE_HIP_WAVE");
+    env_remove_var("FAKE_HIP_ARCH");
+    env_remove_var("FAKE_HIP_WAVE");
     std::fs::remove_file(root.join("llvm")).unwrap();
     if !Path::new("/opt/rocm/llvm/bin/llc").exists() {
         unavailable("llc and ld.lld were not found");
     }
     let _ = std::fs::remove_dir_all(&root);
+}
+
+// SAFETY (both): this binary has one test, and qd reads the environment on the test's own thread
+// (Device::from_name opens HIP there), so no other thread reads it while it changes.
+fn env_set_var(key: &str, value: impl AsRef<std::ffi::OsStr>) {
+    unsafe { std::env::set_var(key, value) }
+}
+
+fn env_remove_var(key: &str) {
+    unsafe { std::env::remove_var(key) }
 }

@@ -15,7 +15,8 @@ fn without_rocm_every_entry_point_is_unavailable() {
         eprintln!("ROCm is installed here; skipping the without-ROCm checks");
         return;
     }
-    std::env::set_var("ROCM_PATH", FAKE_ROCM);
+    // SAFETY: the only test of this binary, before anything in it starts a thread.
+    unsafe { std::env::set_var("ROCM_PATH", FAKE_ROCM) };
     for name in ["amdgpu", "amdgpu:0", "amdgpu:3"] {
         match Device::from_name(name) {
             Err(Error::Unavailable { backend, reason }) => {

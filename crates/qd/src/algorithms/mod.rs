@@ -292,10 +292,10 @@ impl Workspace {
     /// between calls).
     fn scratch<T: Scalar>(&mut self, name: &'static str, len: usize) -> crate::runtime::Result<DeviceArray<T>> {
         let key = (name, T::DTYPE);
-        if let Some(a) = self.arrays.get(&key).and_then(|a| a.downcast_ref::<DeviceArray<T>>()) {
-            if a.len() >= len {
-                return Ok(a.clone());
-            }
+        if let Some(a) = self.arrays.get(&key).and_then(|a| a.downcast_ref::<DeviceArray<T>>())
+            && a.len() >= len
+        {
+            return Ok(a.clone());
         }
         let a = self.device.zeros::<T>(len.max(1))?;
         if name == "tile_state" {

@@ -253,7 +253,7 @@ pub(crate) fn if_kernel<T: Scalar>(predicate: &Predicate<T>, tuning: &Tuning) ->
 impl Workspace {
     /// Copies the elements of `input` whose flag is nonzero to the front of `output`, in order, and
     /// writes how many to `count[0]`, in one launch (nothing is read back: the count stays on the
-    /// device; [`select_flagged`](super::select_flagged) returns it to the host).
+    /// device; [`select_flagged`] returns it to the host).
     ///
     /// `flags` has an integer dtype and at least `input.len()` elements; `output` holds at least
     /// `input.len()` (or as many as are kept) and is not `input`. Errors: short arrays, `input` over

@@ -376,7 +376,7 @@ pub enum NvOp {
     /// cluster).
     ClusterSync,
     /// `mbarrier.arrive.release.cluster.shared::cluster` on the barrier at `place` of the CTA whose
-    /// cluster rank is args[0] (`mapa`).
+    /// cluster rank is `args[0]` (`mapa`).
     MbarrierArriveCluster,
     /// `mbarrier.try_wait.parity.acquire.cluster` (args: parity; dsts: done).
     MbarrierTryWaitParityCluster,

@@ -313,13 +313,12 @@ fn check_uniformity(k: &Kernel, opts: VerifyOptions) -> Result<(), VerifyError> 
             result = Err(err(
                 "a subgroup collective under control flow that varies within the subgroup: every lane must execute it".into(),
             ));
-        } else if let InstKind::Broadcast { lane, .. } = &inst.kind {
-            if opts.uniform_broadcast_lane && info.values[lane.0 as usize] > Uniformity::Subgroup {
+        } else if let InstKind::Broadcast { lane, .. } = &inst.kind
+            && opts.uniform_broadcast_lane && info.values[lane.0 as usize] > Uniformity::Subgroup {
                 result = Err(err(
                     "broadcast needs a subgroup-uniform lane index on this target; use shuffle for a varying source lane".into(),
                 ));
             }
-        }
     });
     result
 }

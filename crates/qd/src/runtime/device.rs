@@ -356,10 +356,10 @@ impl Device {
     pub fn compile(&self, kernel: &Kernel) -> Result<Arc<CompiledKernel>> {
         let start = Instant::now();
         // A traced op called outside a kernel body earlier on this thread (crate::trace docs).
-        if !crate::trace::is_tracing() {
-            if let Some(e) = crate::trace::take_misuse() {
-                return Err(e.into());
-            }
+        if !crate::trace::is_tracing()
+            && let Some(e) = crate::trace::take_misuse()
+        {
+            return Err(e.into());
         }
         if let Some(p) = self.inner.cache.get(kernel) {
             return Ok(p);
@@ -561,19 +561,19 @@ impl Device {
     fn check_args(&self, k: &crate::ir::Kernel, args: &[Arg]) -> Result<()> {
         launch::check_args(k, args)?;
         for (i, (p, a)) in k.params.iter().zip(args).enumerate() {
-            if let Arg::Array(h) = a {
-                if !self.inner.runtime.owns(h.storage()) {
-                    return Err(Error::Argument {
-                        kernel: k.name.clone(),
-                        index: i,
-                        param: p.name().to_string(),
-                        message: format!(
-                            "the array lives on {}, the kernel runs on {}; arrays do not move between devices",
-                            h.device(),
-                            self.inner.name
-                        ),
-                    });
-                }
+            if let Arg::Array(h) = a
+                && !self.inner.runtime.owns(h.storage())
+            {
+                return Err(Error::Argument {
+                    kernel: k.name.clone(),
+                    index: i,
+                    param: p.name().to_string(),
+                    message: format!(
+                        "the array lives on {}, the kernel runs on {}; arrays do not move between devices",
+                        h.device(),
+                        self.inner.name
+                    ),
+                });
             }
         }
         Ok(())

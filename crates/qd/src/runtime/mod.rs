@@ -26,7 +26,7 @@
 //! its devices are [`Error::BackendNotBuilt`] and [`available_devices`] leaves them out. The code
 //! generators (`backend/`) are always built.
 //!
-//! The GPU runtimes are found through one table, [`RUNTIMES`] (`RuntimeFamily`): each runtime
+//! The GPU runtimes are found through one table, `RUNTIMES` (`RuntimeFamily`): each runtime
 //! module exports a `FAMILY` with its name, how to count its devices and how to open one, and
 //! defines its own `Device::<name>` constructor; [`Device::from_name`], [`available_devices`] and
 //! `qd info` read the table. A new runtime is its folder plus one `mod` line and one entry here.

@@ -21,7 +21,9 @@ impl Column {
     }
 }
 
-fn short(s: &Support) -> String {
+/// A cell's text for one answer: `native`, `polyfill: <cost>`, `library: <how>`, `lowered: <how>` or
+/// `unsupported: <why>`.
+pub fn short(s: &Support) -> String {
     match s {
         Support::Native => "native".into(),
         Support::Polyfill { how } => match how {
@@ -33,13 +35,39 @@ fn short(s: &Support) -> String {
     }
 }
 
-fn fixed(target: Target) -> Column {
-    Column { name: target.features_name(), answer: Box::new(move |f| short(&target.support(f))) }
+/// The targets a column answers for: one, or for a family whose answer depends on the device (Vulkan)
+/// the target with every optional feature and the one without them.
+#[derive(Clone, Debug)]
+pub struct ColumnTargets {
+    /// Header (`cuda:sm_90`, `vulkan`, ...).
+    pub name: String,
+    /// The target (with every optional device feature).
+    pub with: Target,
+    /// The same family without its optional device features, where they change answers.
+    pub without: Option<Target>,
 }
 
-/// A Vulkan column: the answer with every optional device feature, and, where it changes without
-/// them, what the device must offer (the reason names the Vulkan feature).
-fn vulkan() -> Column {
+impl ColumnTargets {
+    /// A column's text from the answer for each target: where the two differ, both, naming the
+    /// device feature (the reasons name the Vulkan feature).
+    pub fn cell(&self, answer: impl Fn(&Target) -> String) -> String {
+        let with = answer(&self.with);
+        match &self.without {
+            Some(poor) => {
+                let without = answer(poor);
+                if with == without {
+                    with
+                } else {
+                    format!("{with} with the device feature, else {without}")
+                }
+            }
+            None => with,
+        }
+    }
+}
+
+/// The Vulkan column: every optional device feature, and none of them (with lavapipe's loop cap).
+fn vulkan() -> ColumnTargets {
     let all = SpirvCaps { float16: true, float64_atomic_add: true, float16_atomic_add: true, ..SpirvCaps::lavapipe() };
     let none = SpirvCaps {
         float32_atomic_add: false,
@@ -56,22 +84,20 @@ fn vulkan() -> Column {
         vulkan_memory_model: false,
     };
     // lavapipe ends every loop after 65535 iterations (measured by the runtime).
-    let (rich, poor) = (Target::vulkan(32, &all), Target::vulkan(32, &none).with_loop_iteration_cap(Some(65535)));
-    Column {
+    ColumnTargets {
         name: "vulkan".into(),
-        answer: Box::new(move |f| {
-            let (with, without) = (rich.support(f), poor.support(f));
-            if with == without {
-                short(&with)
-            } else {
-                format!("{} with the device feature, else {}", short(&with), short(&without))
-            }
-        }),
+        with: Target::vulkan(32, &all),
+        without: Some(Target::vulkan(32, &none).with_loop_iteration_cap(Some(65535))),
     }
 }
 
-/// The columns: the emulator, CUDA before and from sm_90, Vulkan, AMDGPU, Metal.
-pub fn columns() -> Vec<Column> {
+fn fixed(target: Target) -> ColumnTargets {
+    ColumnTargets { name: target.features_name(), with: target, without: None }
+}
+
+/// The columns' targets: the emulator, CUDA before and from sm_90, Vulkan, AMDGPU, Metal (also the
+/// columns of the guide's per-family tables).
+pub fn column_targets() -> Vec<ColumnTargets> {
     vec![
         fixed(Target::cpu(32)),
         fixed(Target::cuda(80)),
@@ -80,6 +106,14 @@ pub fn columns() -> Vec<Column> {
         fixed(Target::amdgpu(AmdgpuArch::Gfx942)),
         fixed(Target::metal()),
     ]
+}
+
+/// The columns: the emulator, CUDA before and from sm_90, Vulkan, AMDGPU, Metal.
+pub fn columns() -> Vec<Column> {
+    column_targets()
+        .into_iter()
+        .map(|c| Column { name: c.name.clone(), answer: Box::new(move |f| c.cell(|t| short(&t.support(f)))) })
+        .collect()
 }
 
 /// The rows: (group, op as users write it, the feature it needs).

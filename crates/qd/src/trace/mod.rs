@@ -146,10 +146,10 @@ impl Kernel {
 
     /// Traces the body for `target` and verifies the result.
     pub fn trace(&self, target: &Target) -> Result<ir::Kernel, TraceError> {
-        if !is_tracing() {
-            if let Some(e) = take_misuse() {
-                return Err(e);
-            }
+        if !is_tracing()
+            && let Some(e) = take_misuse()
+        {
+            return Err(e);
         }
         let kernel = ir::Kernel {
             name: self.name.clone(),

@@ -138,10 +138,10 @@ fn check_supported(k: &Kernel, inst: &Inst) -> Result<(), TraceError> {
         return Err(unsupported(k, inst.op_name(), loc, "packed f16x2/bf16x2 and b128 values"));
     }
     // Wearing a CUDA target (`cpu@cuda:sm_90`) admits the NVIDIA families the emulator leaves to CUDA.
-    if let InstKind::Nv { op, .. } = kind {
-        if let Some(why) = super::caps::cuda_only(crate::ir::nv_feature(op)) {
-            return Err(unsupported(k, inst.op_name(), loc, why));
-        }
+    if let InstKind::Nv { op, .. } = kind
+        && let Some(why) = super::caps::cuda_only(crate::ir::nv_feature(op))
+    {
+        return Err(unsupported(k, inst.op_name(), loc, why));
     }
     Ok(())
 }

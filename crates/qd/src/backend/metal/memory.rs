@@ -87,10 +87,10 @@ impl Printer<'_> {
                     None => format!("*{}", self.volatile_ptr(place)),
                 };
                 self.def(dst, loaded(d, e));
-                if let LoadKind::Ordered(o, scope) = kind {
-                    if acquires(o) {
-                        self.fence(scope);
-                    }
+                if let LoadKind::Ordered(o, scope) = kind
+                    && acquires(o)
+                {
+                    self.fence(scope);
                 }
             }
         }
@@ -103,10 +103,10 @@ impl Printer<'_> {
         match kind {
             StoreKind::Plain => self.line(format!("{} = {v};", self.elem(place))),
             StoreKind::Volatile | StoreKind::Ordered(..) => {
-                if let StoreKind::Ordered(o, scope) = kind {
-                    if releases(o) {
-                        self.fence(scope);
-                    }
+                if let StoreKind::Ordered(o, scope) = kind
+                    && releases(o)
+                {
+                    self.fence(scope);
                 }
                 match atomic_view(d, false).filter(|_| atomic) {
                     Some((view, bits)) => {
@@ -116,10 +116,10 @@ impl Printer<'_> {
                     }
                     None => self.line(format!("*{} = {v};", self.volatile_ptr(place))),
                 }
-                if let StoreKind::Ordered(o, scope) = kind {
-                    if o == Ordering::SeqCst {
-                        self.fence(scope);
-                    }
+                if let StoreKind::Ordered(o, scope) = kind
+                    && o == Ordering::SeqCst
+                {
+                    self.fence(scope);
                 }
             }
         }

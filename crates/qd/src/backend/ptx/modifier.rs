@@ -594,10 +594,10 @@ impl AtomicModifier {
         }
         // Ordering.
         if red {
-            if let Some(o) = self.order {
-                if !matches!(o, AtomicOrder::Relaxed | AtomicOrder::Release) {
-                    return Err(PtxError::InvalidRedOrdering { ordering: o.name().to_string() });
-                }
+            if let Some(o) = self.order
+                && !matches!(o, AtomicOrder::Relaxed | AtomicOrder::Release)
+            {
+                return Err(PtxError::InvalidRedOrdering { ordering: o.name().to_string() });
             }
             if !self.op.red_has() {
                 return Err(PtxError::InvalidRedOp { op: self.op.name().to_string() });

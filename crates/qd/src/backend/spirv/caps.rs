@@ -1,5 +1,5 @@
 //! What a Vulkan device lets the lowering use ([`SpirvCaps`]), and the capability model's answers
-//! for it ([`support`], [`limits`]); the check pass of `crate::target` rejects what it lacks.
+//! for it (`support`, `limits`); the check pass of `crate::target` rejects what it lacks.
 
 use super::types::Ty;
 use crate::ir::{AtomicOp, DType};

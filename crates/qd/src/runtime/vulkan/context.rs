@@ -113,8 +113,11 @@ impl Drop for Core {
 
 /// Frees a host buffer. It must not be in use by a pending submission.
 pub(super) unsafe fn free_host_buffer(device: &ash::Device, b: &HostBuffer) {
-    device.destroy_buffer(b.buffer, None);
-    device.free_memory(b.memory, None);
+    // SAFETY: the caller guarantees the buffer is idle (this function's contract).
+    unsafe {
+        device.destroy_buffer(b.buffer, None);
+        device.free_memory(b.memory, None);
+    }
 }
 
 /// The logical devices of this process, one per ordinal, while something uses them.

@@ -312,10 +312,9 @@ pub(super) unsafe fn create_descriptor_pool(
 ) -> std::result::Result<(vk::DescriptorPool, u32), VkFailure> {
     let capacity = capacity.max(16);
     let sizes = [vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: capacity }];
-    let pool = check(
-        "vkCreateDescriptorPool",
-        d.create_descriptor_pool(&vk::DescriptorPoolCreateInfo::default().max_sets(1).pool_sizes(&sizes), None),
-    )?;
+    let info = vk::DescriptorPoolCreateInfo::default().max_sets(1).pool_sizes(&sizes);
+    // SAFETY: the caller guarantees `d` is a live device (this function's contract).
+    let pool = check("vkCreateDescriptorPool", unsafe { d.create_descriptor_pool(&info, None) })?;
     Ok((pool, capacity))
 }
 

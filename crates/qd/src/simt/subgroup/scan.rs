@@ -53,10 +53,10 @@ fn exclusive_tiled<T: Shuffle>(name: &'static str, op: Op, value: Val<T>, log2_s
     if !check_dtype::<T>(name, op) || !check_log2_size(name, log2_size) {
         return value;
     }
-    if op == Op::Add {
-        if let Some(r) = subgroup_arith(op, Some(ScanKind::Exclusive), value, log2_size) {
-            return r;
-        }
+    if op == Op::Add
+        && let Some(r) = subgroup_arith(op, Some(ScanKind::Exclusive), value, log2_size)
+    {
+        return r;
     }
     let id = op.identity::<T>();
     if log2_size == 0 {
