@@ -156,11 +156,13 @@ conformance_vulkan() {
 }
 
 # The emulator's weak-memory mode (D26): plain stores buffered per block and loads possibly stale,
-# so a kernel missing a fence can fail. The grid cases (look-back scan, last block done) and the
-# benchmark's look-back kernels (the scan in both tile orders, the reduction) at the emulator's
-# default sizes; the seed is random and printed, so a failure names its reproduction.
+# so a kernel missing a fence can fail. The grid cases (look-back scan, last block done), the
+# device-wide algorithms (`qd::algorithms`: look-back and fallback) and the benchmark's look-back
+# kernels (the scan in both tile orders, the reduction) at the emulator's default sizes; the seed
+# is random and printed, so a failure names its reproduction.
 weak_memory() {
     "$QD" conformance --backend cpu:sg32 --memory weak --filter grid/
+    "$QD" conformance --backend cpu:sg32 --memory weak --filter algorithms/
     local order
     for order in ticket blockidx; do
         "$QD" bench scan --backend cpu:sg32 --memory weak --reps 2 --warmup 0 --tile-order "$order"
