@@ -1,7 +1,8 @@
 // The anchor of `qd bench`: NVIDIA's CUB on the same algorithms, dtypes, sizes and inputs, timed the
 // same way.
 //
-//   nvcc -O3 -std=c++17 -arch=sm_90 -o cub_bench bench/cub_bench.cu
+//   nvcc -O3 -std=c++17 -arch=sm_90 -o cub_bench bench/cub_bench.cu   (every dtype; add
+//   -DONE_DTYPE -DDTYPE_I32 for one, which compiles several times faster)
 //   ./cub_bench ALGO DTYPE LOG2N REPS SEED [--json]
 //
 // ALGO: reduce (DeviceReduce::Sum), scan (DeviceScan::InclusiveSum), exclusive-scan (ExclusiveSum),
@@ -330,16 +331,30 @@ int main(int argc, char** argv) {
         return 2;
     }
     describe();
-    bool ok;
-    if (dtype == "i32") ok = run<int32_t>(algo, "i32", log2n, reps, seed);
-    else if (dtype == "u32") ok = run<uint32_t>(algo, "u32", log2n, reps, seed);
-    else if (dtype == "i64") ok = run<int64_t>(algo, "i64", log2n, reps, seed);
-    else if (dtype == "u64") ok = run<uint64_t>(algo, "u64", log2n, reps, seed);
-    else if (dtype == "f32") ok = run<float>(algo, "f32", log2n, reps, seed);
-    else if (dtype == "f64") ok = run<double>(algo, "f64", log2n, reps, seed);
-    else {
-        std::fprintf(stderr, "cub_bench: unknown dtype %s\n", dtype.c_str());
+    // Built with -DONE_DTYPE -DDTYPE_F32 (say), only that dtype's instantiations: CUB's templates
+    // compile for minutes, so the record's script builds one binary per dtype in parallel.
+    int rc = -1;
+#if !defined(ONE_DTYPE) || defined(DTYPE_I32)
+    if (dtype == "i32") rc = run<int32_t>(algo, "i32", log2n, reps, seed) ? 0 : 1;
+#endif
+#if !defined(ONE_DTYPE) || defined(DTYPE_U32)
+    if (dtype == "u32") rc = run<uint32_t>(algo, "u32", log2n, reps, seed) ? 0 : 1;
+#endif
+#if !defined(ONE_DTYPE) || defined(DTYPE_I64)
+    if (dtype == "i64") rc = run<int64_t>(algo, "i64", log2n, reps, seed) ? 0 : 1;
+#endif
+#if !defined(ONE_DTYPE) || defined(DTYPE_U64)
+    if (dtype == "u64") rc = run<uint64_t>(algo, "u64", log2n, reps, seed) ? 0 : 1;
+#endif
+#if !defined(ONE_DTYPE) || defined(DTYPE_F32)
+    if (dtype == "f32") rc = run<float>(algo, "f32", log2n, reps, seed) ? 0 : 1;
+#endif
+#if !defined(ONE_DTYPE) || defined(DTYPE_F64)
+    if (dtype == "f64") rc = run<double>(algo, "f64", log2n, reps, seed) ? 0 : 1;
+#endif
+    if (rc < 0) {
+        std::fprintf(stderr, "cub_bench: dtype %s is unknown or not built in\n", dtype.c_str());
         return 2;
     }
-    return ok ? 0 : 1;
+    return rc;
 }

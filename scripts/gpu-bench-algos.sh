@@ -29,12 +29,22 @@ log "date: $(date -u +%Y-%m-%dT%H:%MZ)"
 log "gpu: $(nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.limit --format=csv,noheader 2>&1 | head -n 1)"
 log "qd: $("$QD" info 2>&1 | grep -E '^  cuda:' | head -n 1 | sed 's/^ *//')"
 start=$SECONDS
+# One CUB binary per dtype, compiled in parallel (CUB's templates take minutes in one file).
 cub=""
-if nvcc -O3 -std=c++17 -arch=sm_90 -o "$OUT/cub_bench" "$CUB_SRC" >"$OUT/nvcc.txt" 2>&1; then
+dtypes=$(for c in $CONFIGS; do echo "${c##*:}"; done | sort -u)
+if command -v nvcc >/dev/null; then
+    for t in $dtypes; do
+        nvcc -O3 -std=c++17 -arch=sm_90 -DONE_DTYPE "-DDTYPE_${t^^}" -o "$OUT/cub_bench_$t" "$CUB_SRC" \
+            >"$OUT/nvcc-$t.txt" 2>&1 &
+    done
+    wait
     cub="$OUT/cub_bench"
-    log "nvcc: $(nvcc --version | tail -n 1) ($((SECONDS - start))s); $("$cub" copy i32 10 1 1 | head -n 1)"
+    for t in $dtypes; do
+        [[ -x "$OUT/cub_bench_$t" ]] || log "nvcc $t failed: $(tail -n 5 "$OUT/nvcc-$t.txt")"
+    done
+    log "nvcc: $(nvcc --version | tail -n 1) ($((SECONDS - start))s)"
 else
-    log "nvcc failed (qd runs alone): $(tail -n 5 "$OUT/nvcc.txt")"
+    log "no nvcc: qd runs alone"
 fi
 export QD_CACHE_DIR="$OUT/qd-cache"
 mkdir -p "$QD_CACHE_DIR"
@@ -47,7 +57,7 @@ measure() { # algo dtype log2n-spec
         2>>"$OUT/qd-stderr.txt" >>"$OUT/records.jsonl" || log "qd bench $1 $2 $3 failed: $(tail -n 2 "$OUT/qd-stderr.txt")"
     if [[ -n "$cub" ]]; then
         for l in $(sizes "$3"); do
-            "$cub" "$1" "$2" "$l" "$REPS" "$SEED" --json 2>>"$OUT/cub-stderr.txt" | grep '^{' >>"$OUT/records.jsonl" ||
+            "${cub}_$2" "$1" "$2" "$l" "$REPS" "$SEED" --json 2>>"$OUT/cub-stderr.txt" | grep '^{' >>"$OUT/records.jsonl" ||
                 log "cub_bench $1 $2 $l failed: $(tail -n 2 "$OUT/cub-stderr.txt")"
         done
     fi
@@ -71,7 +81,7 @@ if command -v cuobjdump >/dev/null; then
         cuobjdump -sass "$f" 2>/dev/null | awk '/Function : qd_inclusive_scan_add_i32$/{p=1} /Function : /&&!/qd_inclusive_scan_add_i32$/{p=0} p' >>"$OUT/qd_scan_i32.sass"
         cuobjdump -res-usage "$f" 2>/dev/null | grep -A1 'qd_' >>"$OUT/qd-res.txt"
     done
-    [[ -n "$cub" ]] && cuobjdump -res-usage "$cub" 2>/dev/null | grep -A1 -E 'DeviceScanKernel|DeviceReduceKernel|DeviceSelectSweep|DeviceReduceByKey|DeviceHistogram' |
+    [[ -x "${cub}_i32" ]] && cuobjdump -res-usage "${cub}_i32" 2>/dev/null | grep -A1 -E 'DeviceScanKernel|DeviceReduceKernel|DeviceSelectSweep|DeviceReduceByKey|DeviceHistogram' |
         grep -E 'Function|REG' >"$OUT/cub-res.txt"
     python3 - "$OUT/qd_scan_i32.sass" >"$OUT/sass-summary.txt" <<'PY'
 import re, sys, collections
@@ -86,4 +96,4 @@ for op, c in sorted(ops.items(), key=lambda x: -x[1])[:40]:
 PY
 fi
 log "done at $((SECONDS - start))s"
-rm -rf "$OUT/qd-cache" "$OUT/cub_bench"
+rm -rf "$OUT/qd-cache" "$OUT"/cub_bench_*
