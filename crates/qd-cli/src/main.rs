@@ -4,11 +4,12 @@
 //! available, or `--filter` matches nothing; 2 for a malformed command line (clap's status).
 
 use clap::{Parser, Subcommand, ValueEnum};
+use qd::algorithms::{TileOrder, Tuning};
 use qd::prelude::{Device, QdError};
 use qd_cli::emit::{self, EmitTarget};
-use qd_cli::{bench, conformance, runner, tour};
+use qd_cli::{bench, conformance, plot, runner, tour};
 use std::io::{self, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// Portable SIMT kernels: backends, the tour of examples, the conformance suite, code emission.
@@ -70,24 +71,28 @@ enum Command {
         #[arg(long, default_value = "cpu")]
         backend: String,
     },
-    /// Time a device-wide algorithm (CUDA: events around the kernel; CPU and Vulkan: the host
-    /// clock around launch and wait), check it against the host, and print one summary line:
-    /// `bench reduce i32 n=2^26 device=cuda:0 median_ms=… min_ms=… gbps=… check=ok`.
+    /// Time a device-wide algorithm of `qd::algorithms` (CUDA: events around the kernel; CPU and
+    /// Vulkan: the host clock around launch and wait), check it against the host, and print one
+    /// summary line per size: `bench reduce i32 n=2^26 device=cuda:0 median_ms=… min_ms=… gbps=…
+    /// check=ok` (or with --json one JSON record per line, what `qd plot` reads). A progress bar
+    /// shows on a terminal.
     Bench {
-        /// reduce (a sum), scan (an inclusive sum, decoupled look-back) or copy (the bandwidth
-        /// ceiling of the same loads and stores).
+        /// reduce, scan (inclusive), exclusive-scan (sums), select (u8 flags, half set),
+        /// reduce-by-key (u32 keys in runs of 1 to 16, sums), histogram (256 bins) or copy (the
+        /// bandwidth ceiling of striped loads and stores).
         #[arg(value_enum)]
         algo: BenchAlgo,
         /// Device to run on.
         #[arg(long, default_value = "cpu")]
         backend: String,
-        /// n = 2^N elements (default: 26 on CUDA, 20 on Vulkan, 16 on the CPU emulator).
+        /// Sizes n = 2^N: `N`, a list `16,20,24`, or a range `16..28` or `16..28:2` (default: 26
+        /// on CUDA, 20 on Vulkan, 16 on the CPU emulator).
         #[arg(long)]
-        log2n: Option<u32>,
-        /// Element type: i32, or f32 (reduce only).
+        log2n: Option<String>,
+        /// Element type (reduce-by-key: of the values).
         #[arg(long, value_enum, default_value = "i32")]
         dtype: BenchType,
-        /// Timed launches (default: 20 on CUDA, 5 on Vulkan, 3 on the CPU emulator).
+        /// Timed launches per size (default: 20 on CUDA, 5 on Vulkan, 3 on the CPU emulator).
         #[arg(long)]
         reps: Option<u32>,
         /// Untimed launches first, the first of them compiling (default: 3 on CUDA, else 1).
@@ -96,18 +101,35 @@ enum Command {
         /// Seed of the random input (random when not given; printed to stderr either way).
         #[arg(long)]
         seed: Option<u64>,
-        /// Items per thread (default: 16 reduce, 19 scan, 8 copy).
+        /// Items per thread (default: the algorithm's for the dtype).
         #[arg(long)]
         items: Option<u32>,
         /// Threads per block, a multiple of the subgroup size (default: 256).
         #[arg(long)]
         block_dim: Option<u32>,
-        /// How scan blocks pick their tile: ticket (an atomic counter, the default) or blockidx.
+        /// How single-pass blocks pick their tile: ticket (an atomic counter, the default),
+        /// blockidx, or reversed (only the decoupled fallback finishes).
         #[arg(long, value_enum, default_value = "ticket")]
         tile_order: BenchTileOrder,
         /// The emulator's memory model: sequential, or weak (D26; its random choices follow the seed).
         #[arg(long, value_enum, default_value = "sequential")]
         memory: MemoryModel,
+        /// Take the decoupled fallback even where the device guarantees forward progress.
+        #[arg(long)]
+        fallback: bool,
+        /// Print JSON records (one per line) instead of summary lines.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Draw `qd bench --json` and `cub_bench --json` records: an SVG of throughput against n per
+    /// algorithm and dtype, and a markdown table of qd's throughput over the anchor's.
+    Plot {
+        /// Files of JSON records (one per line; other lines are ignored).
+        #[arg(required = true)]
+        inputs: Vec<PathBuf>,
+        /// Folder for the SVGs and `table.md` (created when missing).
+        #[arg(long)]
+        out: PathBuf,
     },
     /// Write every built-in kernel for a target into a folder.
     Emit {
@@ -142,19 +164,28 @@ fn open_device(backend: &str, memory: MemoryModel, seed: u64) -> Result<Device, 
 enum BenchAlgo {
     Reduce,
     Scan,
+    ExclusiveScan,
+    Select,
+    ReduceByKey,
+    Histogram,
     Copy,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
 enum BenchType {
     I32,
+    U32,
+    I64,
+    U64,
     F32,
+    F64,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
 enum BenchTileOrder {
     Ticket,
     Blockidx,
+    Reversed,
 }
 
 fn main() -> ExitCode {
@@ -179,33 +210,48 @@ fn main() -> ExitCode {
         }
         Command::Emit { target, out } => run_emit(&target, &out),
         Command::Latency { backend } => run_latency(&backend),
-        Command::Bench { algo, backend, log2n, dtype, reps, warmup, seed, items, block_dim, tile_order, memory } => {
+        Command::Bench {
+            algo,
+            backend,
+            log2n,
+            dtype,
+            reps,
+            warmup,
+            seed,
+            items,
+            block_dim,
+            tile_order,
+            fallback,
+            json,
+            memory,
+        } => {
             let algo = match algo {
                 BenchAlgo::Reduce => bench::Algo::Reduce,
                 BenchAlgo::Scan => bench::Algo::Scan,
+                BenchAlgo::ExclusiveScan => bench::Algo::ExclusiveScan,
+                BenchAlgo::Select => bench::Algo::Select,
+                BenchAlgo::ReduceByKey => bench::Algo::ReduceByKey,
+                BenchAlgo::Histogram => bench::Algo::Histogram,
                 BenchAlgo::Copy => bench::Algo::Copy,
             };
             let dtype = match dtype {
                 BenchType::I32 => bench::BenchDtype::I32,
+                BenchType::U32 => bench::BenchDtype::U32,
+                BenchType::I64 => bench::BenchDtype::I64,
+                BenchType::U64 => bench::BenchDtype::U64,
                 BenchType::F32 => bench::BenchDtype::F32,
+                BenchType::F64 => bench::BenchDtype::F64,
             };
             let order = match tile_order {
-                BenchTileOrder::Ticket => bench::TileOrder::Ticket,
-                BenchTileOrder::Blockidx => bench::TileOrder::BlockIdx,
+                BenchTileOrder::Ticket => TileOrder::Ticket,
+                BenchTileOrder::Blockidx => TileOrder::BlockIdx,
+                BenchTileOrder::Reversed => TileOrder::Reversed,
             };
-            let partial = bench::BenchConfig {
-                algo,
-                dtype,
-                log2n: 0,
-                reps: 0,
-                warmup: 0,
-                seed: 0,
-                items,
-                block: block_dim,
-                order,
-            };
-            run_bench(&backend, memory, partial, log2n, reps, warmup, seed)
+            let tuning = Tuning { block: block_dim, items, order, force_fallback: fallback };
+            let partial = bench::BenchConfig { algo, dtype, log2n: 0, reps: 0, warmup: 0, seed: 0, tuning };
+            run_bench(&backend, memory, partial, log2n.as_deref(), reps, warmup, seed, json)
         }
+        Command::Plot { inputs, out } => run_plot(&inputs, &out),
     };
     match result {
         Ok(code) => code,
@@ -349,10 +395,11 @@ fn run_bench(
     backend: &str,
     memory: MemoryModel,
     mut cfg: bench::BenchConfig,
-    log2n: Option<u32>,
+    log2n: Option<&str>,
     reps: Option<u32>,
     warmup: Option<u32>,
     seed: Option<u64>,
+    json: bool,
 ) -> io::Result<ExitCode> {
     cfg.seed = seed.unwrap_or_else(runner::random_seed);
     eprintln!("seed: {}", cfg.seed);
@@ -360,37 +407,70 @@ fn run_bench(
         Ok(d) => d,
         Err(e) => return Ok(unavailable(e)),
     };
-    let (default_log2n, default_reps, default_warmup) = bench::BenchConfig::defaults_for(&device, cfg.algo);
-    cfg.log2n = log2n.unwrap_or(default_log2n);
+    let (default_log2n, default_reps, default_warmup) = bench::BenchConfig::defaults_for(&device);
+    let sizes = match log2n.map(plot::parse_sizes).unwrap_or(Ok(vec![default_log2n])) {
+        Ok(s) => s,
+        Err(why) => {
+            eprintln!("qd: bench: --log2n {why}");
+            return Ok(ExitCode::from(2));
+        }
+    };
     cfg.reps = reps.unwrap_or(default_reps);
     cfg.warmup = warmup.unwrap_or(default_warmup);
-    if cfg.algo == bench::Algo::Scan && cfg.log2n <= 30 {
-        let block = cfg.block.unwrap_or(cfg.algo.default_block());
-        let items = cfg.items.unwrap_or(cfg.algo.default_items());
-        if let Some(why) = bench::scan_may_be_cut_short(&device, 1usize << cfg.log2n, block, items) {
-            eprintln!("qd: warning: {why}");
-        }
-    }
-    match bench::run_bench(&device, &cfg) {
-        Ok(result) => {
-            writeln!(io::stdout().lock(), "{}", result.line())?;
-            match &result.check {
-                Ok(()) => Ok(ExitCode::SUCCESS),
-                Err(why) => {
-                    eprintln!(
-                        "qd: bench {}: wrong result: {why} (reproduce with --seed {})",
-                        cfg.algo.name(),
-                        cfg.seed
-                    );
-                    Ok(ExitCode::FAILURE)
+    let bar = indicatif::ProgressBar::new(sizes.len() as u64 * u64::from(cfg.warmup + cfg.reps));
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} launches, {elapsed}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let mut code = ExitCode::SUCCESS;
+    for log2n in sizes {
+        cfg.log2n = log2n;
+        bar.set_message(format!("{} {} n=2^{log2n}", cfg.algo.name(), cfg.dtype.name()));
+        match bench::run_bench(&device, &cfg, &|| bar.inc(1)) {
+            Ok(result) => {
+                let text = if json {
+                    serde_json::to_string(&result.record()).map_err(io::Error::other)?
+                } else {
+                    result.line()
+                };
+                bar.suspend(|| writeln!(io::stdout().lock(), "{text}"))?;
+                if let Err(why) = &result.check {
+                    bar.suspend(|| {
+                        eprintln!(
+                            "qd: bench {}: wrong result: {why} (reproduce with --seed {})",
+                            cfg.algo.name(),
+                            cfg.seed
+                        )
+                    });
+                    code = ExitCode::FAILURE;
                 }
             }
-        }
-        Err(e) => {
-            eprintln!("qd: bench {}: {e}", cfg.algo.name());
-            Ok(ExitCode::FAILURE)
+            Err(e) => {
+                bar.suspend(|| eprintln!("qd: bench {}: {e}", cfg.algo.name()));
+                code = ExitCode::FAILURE;
+            }
         }
     }
+    bar.finish_and_clear();
+    Ok(code)
+}
+
+fn run_plot(inputs: &[PathBuf], out: &Path) -> io::Result<ExitCode> {
+    let mut records = Vec::new();
+    for path in inputs {
+        records.extend(plot::read_records(&std::fs::read_to_string(path)?));
+    }
+    if records.is_empty() {
+        eprintln!(
+            "qd: plot: no JSON records in {}",
+            inputs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+        );
+        return Ok(ExitCode::FAILURE);
+    }
+    std::fs::create_dir_all(out)?;
+    let written = plot::write_all(&records, out).map_err(io::Error::other)?;
+    println!("wrote {} plots and table.md to {}", written, out.display());
+    Ok(ExitCode::SUCCESS)
 }
 
 fn unavailable(e: QdError) -> ExitCode {

@@ -279,6 +279,10 @@ fn bench_runs_on_the_emulator_and_checks_its_results() {
             "bench scan i32 n=2^14 device=cpu:sg8 ",
         ),
         (&["bench", "copy", "--log2n", "12", "--reps", "1", "--warmup", "0"][..], "bench copy i32 n=2^12 device=cpu "),
+        (
+            &["bench", "reduce-by-key", "--dtype", "f64", "--log2n", "12", "--tile-order", "reversed"][..],
+            "bench reduce-by-key f64 n=2^12 device=cpu ",
+        ),
     ] {
         let o = qd(args);
         let out = stdout(&o);
@@ -299,10 +303,29 @@ fn bench_runs_on_the_emulator_and_checks_its_results() {
 }
 
 #[test]
+fn bench_sweeps_sizes_as_json_records_that_plot_draws() {
+    let o = qd(&["bench", "select", "--dtype", "u64", "--log2n", "10..12:2", "--reps", "1", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let records = qd_cli::plot::read_records(&out);
+    assert_eq!(records.iter().map(|r| r.log2n).collect::<Vec<_>>(), [10, 12], "{out}");
+    assert!(records.iter().all(|r| r.check == "ok" && r.implementation == "qd" && r.algo == "select"), "{out}");
+    let dir = std::env::temp_dir().join(format!("qd-cli-plot-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("qd.jsonl"), &out).unwrap();
+    let o = qd(&["plot", dir.join("qd.jsonl").to_str().unwrap(), "--out", dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(dir.join("select_u64.svg").exists() && dir.join("table.md").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn bench_rejects_what_it_cannot_run() {
-    let o = qd(&["bench", "scan", "--dtype", "f32", "--log2n", "10"]);
+    let o = qd(&["bench", "scan", "--items", "0", "--log2n", "10"]);
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("i32 only"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("items per thread"), "{}", stderr(&o));
+    let o = qd(&["bench", "scan", "--log2n", "8..31"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let o = qd(&["bench", "reduce", "--backend", "cuda:99"]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("not available"), "{}", stderr(&o));
