@@ -1568,7 +1568,7 @@ fn arrays_launches_and_their_errors() {
     assert_eq!((a.len(), a.is_empty()), (4, false));
     a.write(&[5, 6, 7, 8]).unwrap();
     assert_eq!(a.to_vec().unwrap(), [5, 6, 7, 8]);
-    assert!(matches!(a.write(&[1, 2]), Err(QdError::Launch { .. })));
+    assert!(matches!(a.write(&[1, 2]), Err(QdError::HostCopy { expected: 4, given: 2, .. })));
     assert_eq!(d.zeros::<f64>(3).unwrap().to_vec().unwrap(), [0.0; 3]);
     assert!(d.zeros::<u8>(0).unwrap().is_empty());
 
