@@ -109,14 +109,7 @@ impl Lower {
 
     /// Runs `f` one closure deeper (the body of a device construct or a closure).
     pub(crate) fn in_closure<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
-        self.depth += 1;
-        self.flow_used.push(false);
-        self.push_scope();
-        let r = f(self);
-        self.pop_scope();
-        self.flow_used.pop();
-        self.depth -= 1;
-        r
+        self.in_branch(f).0
     }
 
     /// Runs `f` one closure deeper and says whether a host break/continue came out of it.

@@ -44,13 +44,13 @@
 //! | `a && b`, `a \|\| b` ([`and`], [`or`]) | Rust's | `b` runs only where `a` does not decide: `i < n && a[i] > 0` never loads `a[i]` where `i >= n`; a right side without loads or calls is evaluated without a branch |
 //! | `x as f32` ([`cast`]) | Rust's cast | the D5 device cast |
 //! | `if c { .. } else { .. }` ([`branch`]) | only the selected branch is traced (the seeds' `static`) | a device `if`; as an expression, the branch values merge in a local |
-//! | `a[i]`, `a[i] = v`, `&a[i]` ([`index`], [`store`], [`place`]) | compile-time tables (`[T; N]`, slices, `Vec`) read with a `usize` | loads and stores of device, shared and per-thread arrays; `&a[i]` is the location atomics and `volatile_load` take |
+//! | `a[i]`, `a[i] = v`, `&a[i]` ([`index`], [`store`], [`place`]) | compile-time tables (`[T; N]`, slices, `Vec`) read with a `usize` | loads and stores of device, shared and per-thread arrays, shaped shared arrays (`s[[r, c]]`), arrays of vectors and matrices (`points[i]`), a vector's components (`v[k]`); `&a[i]` is the location atomics and `volatile_load` take |
 //!
 //! # Statements
 //!
 //! - `let x = e;` binds as Rust does. A scalar type annotation means a device value
 //!   (`let x: f32 = 1.0;` is a `Val<f32>`); `#[comptime] let x = e;` keeps a plain Rust value.
-//! - `let mut x = e;` is a device value. Assigned only where it is declared (not inside the
+//! - `let mut x = e;` is a device value (a scalar or a `qd::simt::vector::Vector`). Assigned only where it is declared (not inside the
 //!   body of an `if` or a loop), it is rebound as Rust would (no local, the builder's IR);
 //!   otherwise it becomes a device local ([`Var`]). `#[comptime] let mut` keeps a Rust variable.
 //! - `x = e`, `x += e` (every compound operator), `a[i] op= e`, `(k, v) = f(..)`.

@@ -18,20 +18,23 @@ use crate::trace::{op_scope, while_, Elem, IntoVal, Val};
 /// ```
 /// use qd::prelude::*;
 /// use qd::backend::{ptx::{lower_kernel, PtxTarget}, Target};
-/// let k = Kernel::explicit("cluster_arrive", 64, |k| {
-///     let out = k.array::<u32>("out");
+/// #[qd::kernel(block_dim = 64)]
+/// fn cluster_arrive(out: &mut [u32]) {
 ///     let bar = block::shared_array::<u64>(1);
 ///     let t = block::thread_idx();
-///     if_(t.eq(0), || {
-///         qd::nv::mbarrier_init(bar.at(0), 128u32);
+///     if t == 0 {
+///         qd::nv::mbarrier_init(&bar[0], 128u32);
 ///         qd::nv::proxy_fence("mbarrier_init");
-///     });
+///     }
 ///     qd::nv::cluster_sync();
-///     qd::nv::mbarrier_arrive_cluster(bar.at(0), 0u32); // everyone arrives on rank 0's barrier
-///     if_(qd::nv::cluster_ctarank().eq(0), || qd::nv::mbarrier_wait_parity_cluster(bar.at(0), 0u32));
+///     qd::nv::mbarrier_arrive_cluster(&bar[0], 0u32); // everyone arrives on rank 0's barrier
+///     if qd::nv::cluster_ctarank() == 0 {
+///         qd::nv::mbarrier_wait_parity_cluster(&bar[0], 0u32);
+///     }
 ///     qd::nv::cluster_sync();
-///     out.set(block::block_idx() * 64 + t, 1u32);
-/// });
+///     out[block::block_idx() * 64 + t] = 1u32;
+/// }
+/// let k = cluster_arrive().into_kernel();
 /// let ir = k.trace(&Target::ptx(PtxTarget::sm(90))).unwrap();
 /// let ptx = lower_kernel(&ir, &PtxTarget::sm(90)).unwrap().text;
 /// assert!(ptx.contains("mapa.shared::cluster.u64"));
@@ -89,19 +92,21 @@ pub fn mbarrier_wait_parity_cluster(bar: Elem<u64>, parity: impl IntoVal<u32>) {
 ///
 /// ```
 /// use qd::prelude::*;
-/// let k = Kernel::explicit("hinted_wait", 32, |k| {
-///     let out = k.array::<u32>("out");
+/// #[qd::kernel(block_dim = 32)]
+/// fn hinted_wait(out: &mut [u32]) {
 ///     let bar = block::shared_array::<u64>(1);
 ///     let t = block::thread_idx();
-///     if_(t.eq(0), || qd::nv::mbarrier_init(bar.at(0), 32u32));
+///     if t == 0 {
+///         qd::nv::mbarrier_init(&bar[0], 32u32);
+///     }
 ///     block::sync();
-///     qd::nv::mbarrier_arrive(bar.at(0));
-///     while_(|| !qd::nv::mbarrier_try_wait_parity_hint(bar.at(0), 0u32, 10_000u32), || {});
-///     out.set(t, 1u32);
-/// });
+///     qd::nv::mbarrier_arrive(&bar[0]);
+///     while !qd::nv::mbarrier_try_wait_parity_hint(&bar[0], 0u32, 10_000u32) {}
+///     out[t] = 1u32;
+/// }
 /// let d = Device::cpu();
-/// let out = d.zeros::<u32>(32).unwrap();
-/// d.launch_grid(&k, 1, &[out.arg()]).unwrap();
+/// let mut out = d.zeros::<u32>(32).unwrap();
+/// hinted_wait().launch_grid(&d, 1, (&mut out,)).unwrap();
 /// assert_eq!(out.to_vec().unwrap(), vec![1; 32]);
 /// ```
 #[track_caller]

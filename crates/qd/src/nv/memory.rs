@@ -145,14 +145,16 @@ fn atomic128(
 /// ```
 /// use qd::prelude::*;
 /// use qd::backend::{ptx::{lower_kernel, PtxTarget}, Target};
-/// let k = Kernel::range("swap128", 32, |k| {
-///     let a = k.array::<u64>("a");
-///     k.parallel_for(0, 32, |i| {
-///         let (lo, hi) = qd::nv::atomic_exch_b128(a, 0, i.cast::<u64>(), i.cast::<u64>() + 1u64);
-///         a.set(2 + i * 2, lo);
-///         a.set(3 + i * 2, hi);
-///     });
-/// });
+/// #[qd::kernel]
+/// fn swap128(a: &mut [u64]) {
+///     qd::loop_config(block_dim = 32);
+///     for i in range(32) {
+///         let (lo, hi) = qd::nv::atomic_exch_b128(a, 0, i as u64, i as u64 + 1u64);
+///         a[2 + i * 2] = lo;
+///         a[3 + i * 2] = hi;
+///     }
+/// }
+/// let k = swap128().into_kernel();
 /// let ir = k.trace(&Target::ptx(PtxTarget::sm(90))).unwrap();
 /// assert!(lower_kernel(&ir, &PtxTarget::sm(90)).unwrap().text.contains("atom.exch.b128.global"));
 /// ```
@@ -199,15 +201,17 @@ fn packed_add(name: &'static str, half: PackedHalf, word: Elem<u32>, value: Val<
 /// ```
 /// use qd::prelude::*;
 /// use qd::backend::{ptx::{lower_kernel, PtxTarget}, Target};
-/// let k = Kernel::range("addh2", 32, |k| {
-///     let acc = k.array::<u32>("acc");
-///     k.parallel_for(0, 32, |_| {
-///         qd::nv::atomic_add_f16x2(acc.at(0), qd::nv::pack_f16x2(F16::from_f32(1.0), F16::from_f32(2.0)));
-///     });
-/// });
+/// #[qd::kernel]
+/// fn addh2(acc: &mut [u32]) {
+///     qd::loop_config(block_dim = 32);
+///     for _ in range(32) {
+///         qd::nv::atomic_add_f16x2(&acc[0], qd::nv::pack_f16x2(F16::from_f32(1.0), F16::from_f32(2.0)));
+///     }
+/// }
 /// let d = Device::cpu();
-/// let acc = d.zeros::<u32>(1).unwrap();
-/// d.launch(&k, &[acc.arg()]).unwrap();
+/// let mut acc = d.zeros::<u32>(1).unwrap();
+/// addh2().launch(&d, (&mut acc,)).unwrap();
+/// let k = addh2().into_kernel();
 /// let w = acc.to_vec().unwrap()[0];
 /// assert_eq!((F16(w as u16).to_f32(), F16((w >> 16) as u16).to_f32()), (32.0, 64.0));
 /// let ir = k.trace(&Target::ptx(PtxTarget::sm(80))).unwrap();
