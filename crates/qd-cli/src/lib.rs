@@ -8,6 +8,7 @@ pub mod builtin;
 pub mod conformance;
 pub mod corpus;
 pub mod emit;
+pub mod guide;
 pub mod runner;
 pub mod tour;
 
