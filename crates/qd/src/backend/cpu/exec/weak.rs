@@ -186,11 +186,12 @@ impl<'a, 'b> BlockExec<'a, 'b> {
         let pick = if m.rng.bool() { newest } else { m.rng.usize(first..=newest) };
         let (stamp, bits) = m.history[&loc(cell)][pick];
         view.saw(cell, stamp);
-        if let LoadKind::Ordered(o, scope) = kind {
-            if acquires(o) && device_wide(scope) {
-                // Everything the write it read had released is stamped before it.
-                view.acquired = view.acquired.max(stamp);
-            }
+        if let LoadKind::Ordered(o, scope) = kind
+            && acquires(o)
+            && device_wide(scope)
+        {
+            // Everything the write it read had released is stamped before it.
+            view.acquired = view.acquired.max(stamp);
         }
         bits
     }
@@ -215,10 +216,11 @@ impl<'a, 'b> BlockExec<'a, 'b> {
             StoreKind::Volatile => None,
             StoreKind::Ordered(o, scope) => Some((o, scope)),
         };
-        if let Some((o, scope)) = ordered {
-            if releases(o) && device_wide(scope) {
-                self.drain_all();
-            }
+        if let Some((o, scope)) = ordered
+            && releases(o)
+            && device_wide(scope)
+        {
+            self.drain_all();
         }
         let mut m = self.weak_state();
         self.unbuffer(&mut m, cell, false);
