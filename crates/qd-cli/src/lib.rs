@@ -8,6 +8,7 @@ pub mod builtin;
 pub mod conformance;
 pub mod corpus;
 pub mod emit;
+pub mod guide;
 pub mod plot;
 pub mod runner;
 pub mod tour;

@@ -32,6 +32,10 @@ enum Command {
         /// amdgpu, metal).
         #[arg(long, requires = "support")]
         backend: Option<String>,
+        /// Instead: rewrite the "What's available" tables of the guide's family pages in this
+        /// folder (docs/guide), between their markers, from the capability model.
+        #[arg(long, conflicts_with = "support")]
+        guide_tables: Option<PathBuf>,
     },
     /// Run every example on a device, print its documented result, check it against the host.
     Tour {
@@ -190,7 +194,17 @@ enum BenchTileOrder {
 
 fn main() -> ExitCode {
     let result = match Cli::parse().command {
-        Command::Info { support: true, backend } => {
+        Command::Info { guide_tables: Some(dir), .. } => match qd_cli::guide::write_tables(&dir) {
+            Ok(changed) => {
+                changed.iter().for_each(|p| println!("rewrote {p}"));
+                Ok(ExitCode::SUCCESS)
+            }
+            Err(e) => {
+                eprintln!("qd: {e}");
+                Ok(ExitCode::from(2))
+            }
+        },
+        Command::Info { support: true, backend, .. } => {
             let columns: Vec<String> = qd::target::table::columns().into_iter().map(|c| c.name).collect();
             match backend {
                 Some(b) if !columns.iter().any(|c| c.starts_with(&b)) => {

@@ -177,3 +177,76 @@ fn a_backend_is_registered_in_two_files() {
     }
     assert!(offenders.is_empty(), "code outside the registries names a backend:\n{}", offenders.join("\n"));
 }
+
+/// Each family page of the guide carries its "What's available" table as `qd info --guide-tables`
+/// generates it from the capability model (every op traced for every column's target).
+#[test]
+fn the_guide_tables_are_generated_from_the_model() {
+    let mut stale = Vec::new();
+    for (family, file, _) in qd_cli::guide::families() {
+        let page = read(&format!("docs/guide/{file}"));
+        let generated = qd_cli::guide::splice(&page, family, &qd_cli::guide::table(family))
+            .unwrap_or_else(|e| panic!("docs/guide/{file}: {e}"));
+        if generated != page {
+            stale.push(format!("docs/guide/{file}"));
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "{} differ from the capability model; regenerate with `cargo run -p qd-cli -- info --guide-tables docs/guide` and review the diff",
+        stale.join(", ")
+    );
+}
+
+/// The guide's relative links (to other pages, the source, the records) point at files that exist,
+/// so the pages read on GitHub as they do in rustdoc.
+#[test]
+fn the_guide_links_to_files_that_exist() {
+    let dir = root().join("docs/guide");
+    let mut pages = Vec::new();
+    files(&dir, &["md"], &mut pages);
+    assert!(pages.len() >= 12, "{} guide pages", pages.len());
+    let mut broken = Vec::new();
+    for page in &pages {
+        let text = std::fs::read_to_string(page).unwrap();
+        // Reference definitions (`[label]: target`) and inline links (`](target)`).
+        let defs = text.lines().filter_map(|l| l.strip_prefix('[')?.split_once("]: ").map(|(_, t)| t));
+        let inline = text.split("](").skip(1).filter_map(|s| s.split(')').next());
+        for target in defs.chain(inline) {
+            let path = target.split('#').next().unwrap().trim();
+            if path.is_empty() || path.contains("://") || path.contains("::") {
+                continue; // a URL or an intra-doc path (rustdoc checks those)
+            }
+            if !page.parent().unwrap().join(path).exists() {
+                broken.push(format!("{}: {target}", page.display()));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "guide links to missing files:\n{}", broken.join("\n"));
+}
+
+/// Every reference label a guide page defines (for GitHub: a relative path) also has its rustdoc
+/// target in `crates/qd/src/guide/links.md`, which `qd::guide` puts before each page so that it
+/// wins there; without it rustdoc would link to the Markdown file's path, which does not exist in
+/// the generated documentation (and rustdoc does not warn about it).
+#[test]
+fn every_guide_link_label_has_a_rustdoc_target() {
+    let links = read("crates/qd/src/guide/links.md");
+    let rustdoc: BTreeSet<&str> = links.lines().filter_map(|l| l.split_once("]: ").map(|(label, _)| label)).collect();
+    let mut pages = Vec::new();
+    files(&root().join("docs/guide"), &["md"], &mut pages);
+    let mut missing = Vec::new();
+    for page in &pages {
+        let text = std::fs::read_to_string(page).unwrap();
+        for label in text.lines().filter(|l| l.starts_with('[')).filter_map(|l| l.split_once("]: ").map(|(l, _)| l)) {
+            if !rustdoc.contains(label) {
+                missing.push(format!("{}: {label}]", page.display()));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "labels without a rustdoc target in crates/qd/src/guide/links.md:\n{}",
+        missing.join("\n")
+    );
+}

@@ -5,6 +5,10 @@
 //! follows the seed documents; see `ARCHITECTURE.md` for the map. Comments cite the design
 //! decisions as D1–D14: each is written down, with its reason, in `docs/decisions.md`.
 //!
+//! **Start with the [guide]**: a first kernel, the execution model, a page per primitive family with
+//! what each backend supports, the device-wide algorithms, the backends' caveats, the emulator's
+//! diagnostics, performance notes, and a page for readers coming from Quadrants.
+//!
 //! ```
 //! use qd::prelude::*;
 //!
@@ -44,8 +48,11 @@
 //! assert_eq!(a.to_vec().unwrap()[40], 32.0);
 //! ```
 
+#![deny(missing_docs)]
+
 pub mod algorithms;
 pub mod backend;
+pub mod guide;
 pub mod ir;
 pub mod lang;
 pub mod nv;
