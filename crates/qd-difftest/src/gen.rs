@@ -214,13 +214,16 @@ impl Ctx {
 
 type Key = (DType, Uniformity, bool, bool, Vec<Uniformity>, u32);
 
+/// Strategies already built, by what they were built for.
+type Memo<K, T> = Rc<RefCell<HashMap<K, BoxedStrategy<T>>>>;
+
 /// Strategies are built lazily (a nested body only when a generated `if` or loop asks for it)
 /// and memoized: building every alternative eagerly took most of a case's time.
 #[derive(Clone)]
 struct Gen {
     env: Rc<Env>,
-    memo: Rc<RefCell<HashMap<Key, BoxedStrategy<Expr>>>>,
-    stmt_memo: Rc<RefCell<HashMap<(Ctx, u32), BoxedStrategy<Stmt>>>>,
+    memo: Memo<Key, Expr>,
+    stmt_memo: Memo<(Ctx, u32), Stmt>,
 }
 
 fn weighted<T: std::fmt::Debug + 'static>(alts: Vec<(u32, BoxedStrategy<T>)>) -> BoxedStrategy<T> {
