@@ -102,6 +102,8 @@ struct Decls {
     vars: Vec<VarDecl>,
     outputs: Vec<DType>,
     accs: Vec<Data>,
+    /// The one operation applied to each accumulator.
+    acc_ops: Vec<AtomicOp>,
     owns: Vec<Data>,
 }
 
@@ -133,15 +135,15 @@ fn decls() -> impl Strategy<Value = Decls> {
     // Contended atomics: the types whose order-independent operations exist everywhere.
     let acc_type =
         select(vec![DType::I32, DType::U32, DType::I64, DType::U64, DType::F32, DType::F64, DType::I8, DType::U16]);
-    let accs = proptest::collection::vec(acc_type.prop_flat_map(|d| data(d, ACC_LEN as usize)), 0..3);
+    // One operation per array: mixing two (an add after a product) would depend on the order.
+    let accs = proptest::collection::vec(
+        acc_type.prop_flat_map(|d| (data(d, ACC_LEN as usize), select(contended_ops(d)))),
+        0..3,
+    );
     let owns = proptest::collection::vec(numeric_type().prop_flat_map(|d| data(d, INPUT_LEN as usize)), 1..4);
-    (params, inputs, vars, outputs, accs, owns).prop_map(|(params, inputs, vars, outputs, accs, owns)| Decls {
-        params,
-        inputs,
-        vars,
-        outputs,
-        accs,
-        owns,
+    (params, inputs, vars, outputs, accs, owns).prop_map(|(params, inputs, vars, outputs, accs, owns)| {
+        let (accs, acc_ops) = accs.into_iter().unzip();
+        Decls { params, inputs, vars, outputs, accs, acc_ops, owns }
     })
 }
 
@@ -675,8 +677,9 @@ impl Gen {
             let accs: Vec<BoxedStrategy<Stmt>> = (0..decls.accs.len() as u16)
                 .map(|acc| {
                     let d = decls.accs[acc as usize].dtype;
-                    (select(contended_ops(d)), e(DType::U32, Varying), e(d, Varying))
-                        .prop_map(move |(op, slot, value)| Stmt::AccAtomic { acc, slot, op, value })
+                    let op = decls.acc_ops[acc as usize];
+                    (e(DType::U32, Varying), e(d, Varying))
+                        .prop_map(move |(slot, value)| Stmt::AccAtomic { acc, slot, op, value })
                         .boxed()
                 })
                 .collect();

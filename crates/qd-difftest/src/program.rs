@@ -229,7 +229,8 @@ pub enum Stmt {
         /// Operand.
         value: Expr,
     },
-    /// `atomic op(accs[acc][slot & 3], value)` (old value unused; order-independent).
+    /// `atomic op(accs[acc][slot & 3], value)` (old value unused; order-independent: every
+    /// statement on one array applies the same operation).
     AccAtomic {
         /// Array.
         acc: u16,
