@@ -206,6 +206,8 @@ stage "conformance cpu:sg64@amdgpu:gfx942" conformance "cpu:sg64@amdgpu:gfx942"
 stage "conformance cpu:sg32@metal" conformance "cpu:sg32@metal"
 stage "weak memory cpu:sg32 (grid cases, look-back kernels)" weak_memory
 stage "conformance vulkan" conformance_vulkan
+# D27: random programs on every emulator width (and worn profile) and on lavapipe, bit for bit.
+stage "difftest (emulators + lavapipe, 30 s)" "$QD" difftest --seconds 30 --backend emulators,vulkan
 stage "vulkan validation layers" bash scripts/test-validation.sh
 stage "tour" "$QD" tour
 

@@ -1,4 +1,4 @@
-//! The `qd` command (D10): `info`, `tour`, `conformance`, `emit`, `latency` and `bench`.
+//! The `qd` command (D10): `info`, `tour`, `conformance`, `emit`, `latency`, `bench` and `difftest` (D27).
 //!
 //! Exit status: 0 on success; 1 when a case or example fails, a backend or target is not
 //! available, or `--filter` matches nothing; 2 for a malformed command line (clap's status).
@@ -144,6 +144,29 @@ enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Differential testing (D27): random valid kernels run on the emulator at several widths and
+    /// on each device, compared bit for bit; a mismatch is shrunk and printed as IR with its seed.
+    Difftest {
+        /// Devices, comma-separated (`emulators` = every emulator width and worn profile, `gpus` =
+        /// this machine's GPUs); the emulator of each width is added as the reference.
+        #[arg(long)]
+        backend: Option<String>,
+        /// Stop starting cases after this many seconds (default 30).
+        #[arg(long)]
+        seconds: Option<u64>,
+        /// Stop after this many cases.
+        #[arg(long)]
+        cases: Option<u64>,
+        /// Seed of the run (random when not given; printed either way).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Run only this case seed, as a failure report prints it (with the same --backend).
+        #[arg(long)]
+        replay: Option<u64>,
+        /// Longest time spent shrinking one mismatch, in seconds.
+        #[arg(long, default_value_t = 120)]
+        shrink_seconds: u64,
+    },
 }
 
 /// The emulator's memory model (D26), for `--memory`.
@@ -223,6 +246,22 @@ fn main() -> ExitCode {
             run_conformance(&backend, filter.as_deref(), list, seed, report.as_deref(), memory)
         }
         Command::Emit { target, out } => run_emit(&target, &out),
+        Command::Difftest { backend, seconds, cases, seed, replay, shrink_seconds } => {
+            let opts = qd_difftest::cli::options(
+                seed.unwrap_or_else(runner::random_seed),
+                seconds,
+                cases,
+                replay,
+                shrink_seconds,
+            );
+            qd_difftest::cli::run(backend.as_deref(), &opts, &mut io::stdout().lock()).map(|ok| {
+                if ok {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::FAILURE
+                }
+            })
+        }
         Command::Latency { backend } => run_latency(&backend),
         Command::Bench {
             algo,
