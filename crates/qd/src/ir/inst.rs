@@ -467,7 +467,7 @@ pub struct Inst {
     /// The user's source line.
     pub loc: SrcLoc,
     /// The library operation the user called that produced it (`subgroup.reduce_add` for the
-    /// `nv.redux(add)` it emits on CUDA), when it came from one: errors name what the user wrote.
+    /// `nv.redux(add)` it emits on CUDA), when it came from one: errors name what the user wrote (D30).
     pub op: Option<&'static str>,
 }
 

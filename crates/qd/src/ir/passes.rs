@@ -7,7 +7,6 @@
 use super::eval;
 use super::inst::*;
 use super::types::{Const as ConstValue, DType};
-use std::collections::HashMap;
 
 /// Runs every pass to a fixpoint.
 pub fn optimize(k: &mut Kernel) {
@@ -46,15 +45,15 @@ fn is_pure(kind: &InstKind) -> bool {
 
 /// Replaces constant expressions by their value (integer division by zero is left for run time).
 pub fn fold_constants(k: &mut Kernel) {
-    let mut consts: HashMap<ValueId, ConstValue> = HashMap::new();
-    let types = k.values.clone();
-    fold_block(&mut k.body, &mut consts, &types);
+    // The constant value of each value id, where it has one.
+    let mut consts: Vec<Option<ConstValue>> = vec![None; k.values.len()];
+    fold_block(&mut k.body, &mut consts, &k.values);
 }
 
-fn fold_block(b: &mut Block, consts: &mut HashMap<ValueId, ConstValue>, types: &[DType]) {
+fn fold_block(b: &mut Block, consts: &mut [Option<ConstValue>], types: &[DType]) {
     use InstKind::*;
     for inst in &mut b.insts {
-        let c = |v: &ValueId| consts.get(v).map(|c| c.bits);
+        let c = |v: &ValueId| consts[v.0 as usize].map(|c| c.bits);
         let ty = |v: &ValueId| types[v.0 as usize];
         let folded = match &inst.kind {
             Unary { dst, op, a } => c(a).and_then(|x| eval::unary(ty(a), *op, x).ok()).map(|bits| (*dst, bits)),
@@ -80,7 +79,7 @@ fn fold_block(b: &mut Block, consts: &mut HashMap<ValueId, ConstValue>, types: &
             inst.kind = Const { dst, value: ConstValue { dtype: types[dst.0 as usize], bits } };
         }
         if let Const { dst, value } = &inst.kind {
-            consts.insert(*dst, *value);
+            consts[dst.0 as usize] = Some(*value);
         }
         for nested in blocks_mut(&mut inst.kind) {
             fold_block(nested, consts, types);
@@ -151,58 +150,92 @@ pub fn map_uses(kind: &mut InstKind, f: &impl Fn(ValueId) -> ValueId) {
     }
 }
 
-/// The instruction with its result replaced by a placeholder: two pure instructions with equal keys
-/// compute the same value.
-fn key(kind: &InstKind) -> Option<String> {
+/// What a pure instruction computes, without its result: two pure instructions with equal keys
+/// (and results of one type) compute the same value.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum PureKey {
+    Const(ConstValue),
+    Unary(UnOp, ValueId),
+    Binary(BinOp, ValueId, ValueId),
+    Cmp(CmpOp, ValueId, ValueId),
+    Select(ValueId, ValueId, ValueId),
+    Cast(ValueId),
+    BitCast(ValueId),
+    Fma(ValueId, ValueId, ValueId),
+    Special(Special),
+    ArrayLen(ArrayRef),
+}
+
+/// The key and result of a pure instruction.
+fn key(kind: &InstKind) -> Option<(PureKey, ValueId)> {
     if !is_pure(kind) {
         return None;
     }
-    let mut k = kind.clone();
-    let zero = ValueId(u32::MAX);
-    match &mut k {
-        InstKind::Const { dst, .. }
-        | InstKind::Unary { dst, .. }
-        | InstKind::Binary { dst, .. }
-        | InstKind::Cmp { dst, .. }
-        | InstKind::Select { dst, .. }
-        | InstKind::Cast { dst, .. }
-        | InstKind::BitCast { dst, .. }
-        | InstKind::Fma { dst, .. }
-        | InstKind::Special { dst, .. }
-        | InstKind::ArrayLen { dst, .. } => *dst = zero,
+    use InstKind as K;
+    Some(match *kind {
+        K::Const { dst, value } => (PureKey::Const(value), dst),
+        K::Unary { dst, op, a } => (PureKey::Unary(op, a), dst),
+        K::Binary { dst, op, a, b } => (PureKey::Binary(op, a, b), dst),
+        K::Cmp { dst, op, a, b } => (PureKey::Cmp(op, a, b), dst),
+        K::Select { dst, cond, a, b } => (PureKey::Select(cond, a, b), dst),
+        K::Cast { dst, a } => (PureKey::Cast(a), dst),
+        K::BitCast { dst, a } => (PureKey::BitCast(a), dst),
+        K::Fma { dst, a, b, c } => (PureKey::Fma(a, b, c), dst),
+        K::Special { dst, reg } => (PureKey::Special(reg), dst),
+        K::ArrayLen { dst, array } => (PureKey::ArrayLen(array), dst),
         _ => return None,
+    })
+}
+
+/// The values available at the current point: one map for every enclosing block, and a log of
+/// what each open block added, undone when it closes. A lookup is one hash probe however deep the
+/// nesting (searching a map per enclosing block made nested code quadratic, issue 12).
+#[derive(Default)]
+struct ScopedValues {
+    map: rustc_hash::FxHashMap<(PureKey, DType), ValueId>,
+    added: Vec<(PureKey, DType)>,
+}
+
+impl ScopedValues {
+    fn open(&self) -> usize {
+        self.added.len()
     }
-    Some(format!("{k:?}"))
+
+    fn close(&mut self, mark: usize) {
+        for k in self.added.drain(mark..) {
+            self.map.remove(&k);
+        }
+    }
 }
 
-/// Reuses a value already computed in a dominating position (an enclosing block, earlier).
+/// Reuses a value already computed in a dominating position (an enclosing block, earlier), in time
+/// linear in the kernel.
 pub fn cse(k: &mut Kernel) {
-    let mut rename: HashMap<ValueId, ValueId> = HashMap::new();
-    let mut scopes: Vec<HashMap<(String, DType), ValueId>> = vec![HashMap::new()];
-    let types = k.values.clone();
-    cse_block(&mut k.body, &mut scopes, &mut rename, &types);
+    // What each value is renamed to (itself unless a duplicate).
+    let mut rename: Vec<ValueId> = (0..k.values.len() as u32).map(ValueId).collect();
+    let mut values = ScopedValues::default();
+    cse_block(&mut k.body, &mut values, &mut rename, &k.values);
 }
 
-fn cse_block(
-    b: &mut Block,
-    scopes: &mut Vec<HashMap<(String, DType), ValueId>>,
-    rename: &mut HashMap<ValueId, ValueId>,
-    types: &[DType],
-) {
+fn cse_block(b: &mut Block, values: &mut ScopedValues, rename: &mut [ValueId], types: &[DType]) {
     for inst in &mut b.insts {
-        map_uses(&mut inst.kind, &|v| *rename.get(&v).unwrap_or(&v));
-        if let (Some(key), Some(dst)) = (key(&inst.kind), inst.kind.defs().first().copied()) {
+        map_uses(&mut inst.kind, &|v| rename[v.0 as usize]);
+        if let Some((key, dst)) = key(&inst.kind) {
             let key = (key, types[dst.0 as usize]);
-            if let Some(prev) = scopes.iter().rev().find_map(|s| s.get(&key)) {
-                rename.insert(dst, *prev);
-            } else {
-                scopes.last_mut().expect("a scope is open").insert(key, dst);
+            match values.map.get(&key) {
+                Some(prev) => {
+                    rename[dst.0 as usize] = *prev;
+                }
+                None => {
+                    values.map.insert(key, dst);
+                    values.added.push(key);
+                }
             }
         }
         for nested in blocks_mut(&mut inst.kind) {
-            scopes.push(HashMap::new());
-            cse_block(nested, scopes, rename, types);
-            scopes.pop();
+            let mark = values.open();
+            cse_block(nested, values, rename, types);
+            values.close(mark);
         }
     }
 }

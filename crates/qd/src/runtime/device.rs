@@ -353,6 +353,7 @@ impl Device {
     ///
     /// The in-memory cache is keyed by the closure's identity, the name and the block size; a miss
     /// records its [`CompileStats`] (see [`compile_stats`](Device::compile_stats)).
+    #[track_caller]
     pub fn compile(&self, kernel: &Kernel) -> Result<Arc<CompiledKernel>> {
         let start = Instant::now();
         // A traced op called outside a kernel body earlier on this thread (crate::trace docs).
@@ -422,6 +423,7 @@ impl Device {
     }
 
     /// Traces `kernel` for this device and returns the IR (for dumps and tests).
+    #[track_caller]
     pub fn trace(&self, kernel: &Kernel) -> Result<crate::ir::Kernel> {
         Ok(kernel.trace(&self.inner.target)?)
     }
@@ -436,6 +438,7 @@ impl Device {
         self.launch_unsited(kernel, args).map_err(|e| e.at_launch_site(site))
     }
 
+    #[track_caller]
     fn launch_unsited(&self, kernel: &Kernel, args: &[Arg]) -> Result<()> {
         let compiled = self.compile(kernel)?;
         let k = compiled.kernel();
@@ -457,6 +460,7 @@ impl Device {
         self.launch_grid_unsited(kernel, grid, args).map_err(|e| e.at_launch_site(site))
     }
 
+    #[track_caller]
     fn launch_grid_unsited(&self, kernel: &Kernel, grid: Grid, args: &[Arg]) -> Result<()> {
         let compiled = self.compile(kernel)?;
         let k = compiled.kernel();
@@ -482,6 +486,7 @@ impl Device {
         self.launch_cluster_unsited(kernel, grid, cluster, args).map_err(|e| e.at_launch_site(site))
     }
 
+    #[track_caller]
     fn launch_cluster_unsited(&self, kernel: &Kernel, grid: Grid, cluster: u32, args: &[Arg]) -> Result<()> {
         let compiled = self.compile(kernel)?;
         let k = compiled.kernel();
@@ -524,6 +529,7 @@ impl Device {
         self.launch_timed_unsited(kernel, grid, args).map_err(|e| e.at_launch_site(site))
     }
 
+    #[track_caller]
     fn launch_timed_unsited(&self, kernel: &Kernel, grid: Option<Grid>, args: &[Arg]) -> Result<Duration> {
         let compiled = self.compile(kernel)?;
         let k = compiled.kernel();

@@ -90,7 +90,7 @@ pub enum Error {
 }
 
 impl Error {
-    /// Names the user's line of the launch call in a launch or argument error (`Error::Launch`,
+    /// Names the user's line of the launch call (D30) in a launch or argument error (`Error::Launch`,
     /// `Error::Argument`): those are found after tracing, where no instruction points at the user's
     /// code, so the message ends with `(the launch at file:line:col)`. Other errors already carry
     /// their own line (trace and emulator errors) or concern the device, and pass unchanged.

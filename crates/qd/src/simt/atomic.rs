@@ -2,6 +2,40 @@
 //!
 //! The defaults are relaxed at device scope (what CUDA's `atomicAdd` is, D6); [`atomic_rmw`] and
 //! [`atomic_cas_with`] take an explicit ordering and scope.
+//!
+//! What seed 003 rejects at compile time is a Rust type error here: compare-and-swap and the
+//! bitwise atomics take integers only (the `Int` bound), and the target of any atomic is an
+//! element of an array (`Elem`), never a value.
+//!
+//! ```compile_fail,E0277
+//! use qd::prelude::*;
+//! let k = Kernel::range("float_cas", 32, |k| {
+//!     let a = k.array::<f32>("a");
+//!     k.parallel_for(0, a.len(), |i| {
+//!         atomic_cas(a.at(i), 0.0f32, 1.0f32);
+//!     });
+//! });
+//! ```
+//!
+//! ```compile_fail,E0277
+//! use qd::prelude::*;
+//! let k = Kernel::range("float_or", 32, |k| {
+//!     let a = k.array::<f64>("a");
+//!     k.parallel_for(0, a.len(), |i| {
+//!         atomic_or(a.at(i), 1.0f64);
+//!     });
+//! });
+//! ```
+//!
+//! ```compile_fail,E0308
+//! use qd::prelude::*;
+//! let k = Kernel::range("value_target", 32, |k| {
+//!     let a = k.array::<i32>("a");
+//!     k.parallel_for(0, a.len(), |i| {
+//!         atomic_add(a.get(i), 1);
+//!     });
+//! });
+//! ```
 
 use crate::ir::{AtomicOp, InstKind, Ordering, Scope, UnOp};
 use crate::trace::{current_loc, emit_at, new_value, op_scope, Elem, Int, IntoVal, Num, Scalar, Val};

@@ -1,7 +1,5 @@
 //! The one capability check: every instruction's requirements against the target's answers.
 
-use std::collections::HashMap;
-
 use super::{Feature, Support, Target};
 use crate::ir::{Kernel, Param, SrcLoc};
 use crate::trace::TraceError;
@@ -13,7 +11,7 @@ use crate::trace::TraceError;
 /// user's line, and carries the feature in [`TraceError::unsupported`]. `caller` locates
 /// module-level problems (parameters, shared memory of a kernel with no instructions).
 pub fn check(k: &Kernel, target: &Target, caller: SrcLoc) -> Result<(), TraceError> {
-    let mut answers: HashMap<Feature, Support> = HashMap::new();
+    let mut answers: rustc_hash::FxHashMap<Feature, Support> = Default::default();
     let mut ask = |f: Feature| answers.entry(f).or_insert_with(|| target.support(f)).clone();
     let refuse = |op: String, loc: SrcLoc, feature: Feature, support: Support, context: String| {
         let why = match support {

@@ -144,7 +144,9 @@ impl Kernel {
         self.defined_at
     }
 
-    /// Traces the body for `target` and verifies the result.
+    /// Traces the body for `target` and verifies the result. (`#[track_caller]`, like the launch
+    /// calls that trace: a kernel traced inside another kernel's trace is an error at that call.)
+    #[track_caller]
     pub fn trace(&self, target: &Target) -> Result<ir::Kernel, TraceError> {
         if !is_tracing()
             && let Some(e) = take_misuse()

@@ -54,11 +54,13 @@ pub struct Program {
 pub fn compile(kernel: &Kernel) -> Result<Program, TraceError> {
     let mut kernel = kernel.clone();
     crate::ir::passes::optimize(&mut kernel);
-    let kernel = &kernel;
-    let mut p = Program { kernel: kernel.clone(), insts: Vec::new(), steps: Vec::new(), locs: Vec::new() };
-    let end_loc = kernel.body.insts.last().map(|i| i.loc).unwrap_or(SrcLoc { file: "<kernel>", line: 0, column: 0 });
-    lower_block(&mut p, &kernel.body.insts)?;
+    // The body is lowered while the program holds the rest of the kernel, then put back.
+    let body = std::mem::take(&mut kernel.body);
+    let mut p = Program { kernel, insts: Vec::new(), steps: Vec::new(), locs: Vec::new() };
+    let end_loc = body.insts.last().map(|i| i.loc).unwrap_or(SrcLoc { file: "<kernel>", line: 0, column: 0 });
+    lower_block(&mut p, &body.insts)?;
     p.push(Step::End, end_loc);
+    p.kernel.body = body;
     Ok(p)
 }
 

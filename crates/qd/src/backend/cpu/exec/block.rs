@@ -111,7 +111,12 @@ impl<'a, 'b> BlockExec<'a, 'b> {
             watch.seen = p;
             watch.since = now;
         } else if now - watch.since > self.sh.opts.hang_timeout {
-            let (op, loc) = self.last_spin_op.clone().map(|(o, l)| (o, Some(l))).unwrap_or(("loop".into(), None));
+            // A loop that only changes its own variables spins on no op: name the loop instead.
+            let (op, loc) = match (self.last_spin_op.clone(), self.current_loop()) {
+                (Some((op, loc)), _) => (op, Some(loc)),
+                (None, Some((name, loc))) => (name, Some(loc)),
+                (None, None) => ("loop".into(), None),
+            };
             return Err(self.err(loc, EmuErrorKind::Hang { op, seconds: (now - watch.since).as_secs_f64() }));
         }
         if now - self.sh.start > self.sh.opts.time_limit {
@@ -133,10 +138,17 @@ impl<'a, 'b> BlockExec<'a, 'b> {
     /// What the block was running when the time limit passed, for the error: the loop that last
     /// went round (the library op it belongs to, the user's line) and the block.
     fn running(&self) -> (String, Option<SrcLoc>) {
+        match self.current_loop() {
+            Some((name, loc)) => (format!("the {name} at {loc} in block {}", self.block), Some(loc)),
+            None => (format!("block {}", self.block), None),
+        }
+    }
+
+    /// The loop that last went round: what to call it (`loop`, `parallel_for loop`, or the loop of
+    /// the library op that wrote it) and the user's line.
+    fn current_loop(&self) -> Option<(String, SrcLoc)> {
         let prog = self.sh.prog;
-        let Some(begin) = self.last_loop else {
-            return (format!("block {}", self.block), None);
-        };
+        let begin = self.last_loop?;
         let loc = prog.locs[begin];
         let exit = match prog.steps[begin] {
             Step::LoopBegin { exit_pc } => exit_pc,
@@ -147,12 +159,12 @@ impl<'a, 'b> BlockExec<'a, 'b> {
             Step::Inst(i) if prog.insts[*i].loc == loc => prog.insts[*i].op,
             _ => None,
         });
-        let what = match (op, prog.steps.get(begin + 1)) {
-            (Some(op), _) => format!("the loop of `{op}`"),
-            (None, Some(Step::GridCheck { .. })) => "the `parallel_for` loop".to_string(),
-            (None, _) => "the loop".to_string(),
+        let name = match (op, prog.steps.get(begin + 1)) {
+            (Some(op), _) => format!("loop of `{op}`"),
+            (None, Some(Step::GridCheck { .. })) => "parallel_for loop".to_string(),
+            (None, _) => "loop".to_string(),
         };
-        (format!("{what} at {loc} in block {}", self.block), Some(loc))
+        Some((name, loc))
     }
 
     fn release_barrier(&mut self, at: &mut Vec<Path>) -> Result<(), EmuError> {
