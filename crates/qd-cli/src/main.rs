@@ -302,7 +302,8 @@ fn main() -> ExitCode {
             };
             let tuning = Tuning { block: block_dim, items, order, force_fallback: fallback };
             let partial = bench::BenchConfig { algo, dtype, log2n: 0, reps: 0, warmup: 0, seed: 0, tuning };
-            run_bench(&backend, memory, partial, log2n.as_deref(), reps, warmup, seed, json)
+            let partial = bench::BenchConfig { seed: seed.unwrap_or_else(runner::random_seed), ..partial };
+            run_bench(&backend, memory, partial, log2n.as_deref(), reps, warmup, json)
         }
         Command::Plot { inputs, out } => run_plot(&inputs, &out),
     };
@@ -451,10 +452,9 @@ fn run_bench(
     log2n: Option<&str>,
     reps: Option<u32>,
     warmup: Option<u32>,
-    seed: Option<u64>,
     json: bool,
 ) -> io::Result<ExitCode> {
-    cfg.seed = seed.unwrap_or_else(runner::random_seed);
+    // `cfg.seed` is the one given or a random one; printed so a run can be repeated.
     eprintln!("seed: {}", cfg.seed);
     let device = match open_device(backend, memory, cfg.seed) {
         Ok(d) => d,
