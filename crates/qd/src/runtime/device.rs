@@ -10,7 +10,7 @@
 use super::array::{DeviceArray, RuntimeArray};
 use super::cache::{lock, CodeOverrides, KernelCache};
 use super::errors::{Error, Result};
-use super::info::{CompileStats, DeviceInfo};
+use super::info::{CompileStats, DeviceInfo, RuntimeCounters};
 use super::{cpu, cuda, launch, vulkan, Arg, CudaOptions, Grid, PtxCode, SpirvCode};
 use crate::backend::Target;
 use crate::ir::{self, DType};
@@ -73,6 +73,11 @@ pub(crate) trait Runtime: Send + Sync {
 
     /// Where [`Device::override_spirv`] stores SPIR-V, on a runtime that loads SPIR-V.
     fn spirv_overrides(&self) -> Option<&CodeOverrides<SpirvCode>> {
+        None
+    }
+
+    /// What the runtime has done and holds so far, on a runtime that counts (Vulkan).
+    fn counters(&self) -> Option<RuntimeCounters> {
         None
     }
 }
@@ -158,7 +163,7 @@ impl CompiledKernel {
 }
 
 impl Device {
-    fn new(name: String, runtime: Arc<dyn Runtime>) -> Device {
+    pub(crate) fn new(name: String, runtime: Arc<dyn Runtime>) -> Device {
         let target = runtime.target();
         Device {
             inner: Arc::new(DeviceInner {
@@ -230,9 +235,7 @@ impl Device {
     /// `vulkan` feature it is [`Error::BackendNotBuilt`]. Every `Device` naming the same ordinal
     /// shares one logical device, so arrays move freely between them.
     pub fn vulkan(ordinal: u32) -> Result<Device> {
-        let name = format!("vulkan:{ordinal}");
-        let runtime = vulkan::open(ordinal, &name)?;
-        Ok(Device::new(name, runtime))
+        Device::vulkan_with(ordinal, vulkan::VulkanOptions::from_env())
     }
 
     /// The Metal device (`metal:0`, the system default): macOS with the `metal` cargo feature only.
@@ -546,6 +549,14 @@ impl Device {
     pub fn max_active_blocks_per_multiprocessor(&self, kernel: &Kernel) -> Result<Option<u32>> {
         let compiled = self.compile(kernel)?;
         self.inner.runtime.max_active_blocks(compiled.exec.as_ref())
+    }
+
+    /// What this device's runtime has done and holds so far (launches submitted, command buffers
+    /// recorded, staged copies, device memory reserved), to check that repeated launches reuse what
+    /// they made; `None` on runtimes that do not count (all but Vulkan). Every [`Device`] naming
+    /// the same Vulkan ordinal shares one logical device, so they share the counts.
+    pub fn counters(&self) -> Option<RuntimeCounters> {
+        self.inner.runtime.counters()
     }
 
     /// Checks `args` against the parameters, and that every array lives on this device.

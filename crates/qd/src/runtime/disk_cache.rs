@@ -1,6 +1,7 @@
 //! The on-disk cache of compiled kernels: a second process loads the cubin (CUDA) or the code
 //! object (AMDGPU, `amdgpu/<gfx>/<key>.hsaco`) the first one made instead of running the driver's
-//! PTX JIT (or ROCm's `llc` and `ld.lld`) again.
+//! PTX JIT (or ROCm's `llc` and `ld.lld`) again; Vulkan keeps its pipeline caches here too
+//! (`vulkan/<uuid>/<key>.pipeline`, see `vulkan/pipeline_cache.rs`).
 //!
 //! * Where: `$QD_CACHE_DIR/cuda/sm_XX/<key>.cubin`; without `QD_CACHE_DIR`, `~/.cache/qd`.
 //! * Off: `QD_CACHE_DISABLE=1` (any value but empty or `0`), or [`CudaOptions`](super::CudaOptions).
@@ -15,9 +16,9 @@
 
 // The cubin cache itself is only used by the CUDA runtime; the settings it reads from the
 // environment are part of `CudaOptions`, which every build has.
-#[cfg(any(feature = "cuda", feature = "amdgpu", test))]
+#[cfg(any(feature = "cuda", feature = "amdgpu", feature = "vulkan", test))]
 use std::io::Write;
-#[cfg(any(feature = "cuda", feature = "amdgpu", test))]
+#[cfg(any(feature = "cuda", feature = "amdgpu", feature = "vulkan", test))]
 use std::path::Path;
 use std::path::PathBuf;
 
@@ -44,7 +45,7 @@ pub(crate) fn dir_from_env() -> Option<PathBuf> {
     std::env::var_os("HOME").filter(|h| !h.is_empty()).map(|h| PathBuf::from(h).join(".cache").join("qd"))
 }
 
-#[cfg(any(feature = "cuda", feature = "amdgpu", test))]
+#[cfg(any(feature = "cuda", feature = "amdgpu", feature = "vulkan", test))]
 /// 128-bit FNV-1a.
 fn fnv1a_128(parts: &[&[u8]]) -> u128 {
     const OFFSET: u128 = 0x6c62272e07bb014262b821756295c58d;
@@ -60,7 +61,7 @@ fn fnv1a_128(parts: &[&[u8]]) -> u128 {
     h
 }
 
-#[cfg(any(feature = "cuda", feature = "amdgpu", test))]
+#[cfg(any(feature = "cuda", feature = "amdgpu", feature = "vulkan", test))]
 /// The cache key of a PTX module for compute capability `sm` under driver `driver_version`.
 #[cfg(any(feature = "cuda", test))]
 pub(crate) fn key(ptx: &str, sm: u32, driver_version: u32) -> String {
@@ -68,14 +69,14 @@ pub(crate) fn key(ptx: &str, sm: u32, driver_version: u32) -> String {
     format!("{h:032x}")
 }
 
-#[cfg(any(feature = "cuda", feature = "amdgpu", test))]
+#[cfg(any(feature = "cuda", feature = "amdgpu", feature = "vulkan", test))]
 /// A cubin cache rooted at one folder.
 #[derive(Clone, Debug)]
 pub(crate) struct DiskCache {
     root: PathBuf,
 }
 
-#[cfg(any(feature = "cuda", feature = "amdgpu", test))]
+#[cfg(any(feature = "cuda", feature = "amdgpu", feature = "vulkan", test))]
 impl DiskCache {
     /// A cache under `root` (created on the first store).
     pub(crate) fn new(root: PathBuf) -> DiskCache {
@@ -94,7 +95,7 @@ impl DiskCache {
     }
 
     /// Where the file `key.ext` of `backend`'s target `arch` lives (`<root>/<backend>/<arch>/<key>.<ext>`).
-    #[cfg(any(feature = "amdgpu", test))]
+    #[cfg(any(feature = "amdgpu", feature = "vulkan", test))]
     pub(crate) fn path_for(&self, backend: &str, arch: &str, key: &str, ext: &str) -> PathBuf {
         self.root.join(backend).join(arch).join(format!("{key}.{ext}"))
     }
@@ -103,6 +104,12 @@ impl DiskCache {
     pub(crate) fn load(&self, path: &Path) -> Option<Vec<u8>> {
         let bytes = std::fs::read(path).ok()?;
         (bytes.len() > 4 && bytes.starts_with(b"\x7fELF")).then_some(bytes)
+    }
+
+    /// The stored file, whatever it holds (the caller checks it).
+    #[cfg(any(feature = "vulkan", test))]
+    pub(crate) fn load_bytes(&self, path: &Path) -> Option<Vec<u8>> {
+        std::fs::read(path).ok()
     }
 
     /// Stores `cubin` at `path` atomically (temporary file, then rename).
@@ -130,7 +137,7 @@ impl DiskCache {
     }
 }
 
-#[cfg(any(feature = "amdgpu", test))]
+#[cfg(any(feature = "amdgpu", feature = "vulkan", test))]
 /// A cache key from a format tag and the parts that must all match (toolchain, target, source).
 pub(crate) fn key_of(tag: &[u8], parts: &[&[u8]]) -> String {
     let mut all = vec![tag];

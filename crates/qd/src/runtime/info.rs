@@ -118,3 +118,20 @@ pub struct CompileStats {
     /// The whole compile, cache lookups included.
     pub total: Duration,
 }
+
+/// What a device's runtime has done and holds so far ([`Device::counters`](super::Device::counters)),
+/// for checking that repeated launches and copies reuse what they made. Vulkan only.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RuntimeCounters {
+    /// Kernel launches submitted (launches with an empty grid submit nothing).
+    pub launches: u64,
+    /// Command buffers recorded for launches: a launch records its kernel's command buffer (and
+    /// points its descriptor set at the arrays) only when its arrays or grid differ from that
+    /// kernel's last launch.
+    pub recordings: u64,
+    /// Pieces of host copies that went through the staging buffer (at most 64 MiB each).
+    pub staged_copies: u64,
+    /// Bytes of device memory the runtime's allocator holds in blocks: arrays, parameter blocks,
+    /// the staging buffer.
+    pub reserved_bytes: u64,
+}

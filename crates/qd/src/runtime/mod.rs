@@ -48,9 +48,9 @@ pub use cuda::{CudaOptions, PtxCode, PtxParam};
 pub use device::{CompiledKernel, Device};
 pub use disk_cache::{CACHE_DIR_VAR, CACHE_DISABLE_VAR};
 pub use errors::{Error, Result};
-pub use info::{CompileStats, DeviceInfo, DiskCacheUse};
+pub use info::{CompileStats, DeviceInfo, DiskCacheUse, RuntimeCounters};
 pub use launch::{range_bounds, RANGE_GRID_CAP};
-pub use vulkan::{SpirvCode, SpirvParam};
+pub use vulkan::{SpirvCode, SpirvParam, VulkanOptions};
 
 /// Launch grid for explicit kernels: the number of blocks.
 pub type Grid = u32;

@@ -48,6 +48,10 @@ mod instance;
 #[cfg(feature = "vulkan")]
 mod launch;
 #[cfg(feature = "vulkan")]
+mod memory;
+#[cfg(feature = "vulkan")]
+mod pipeline_cache;
+#[cfg(feature = "vulkan")]
 mod probe;
 #[cfg(feature = "vulkan")]
 mod runtime;
@@ -61,13 +65,77 @@ pub(super) use runtime::open;
 #[cfg(feature = "vulkan")]
 use crate::runtime::cache::lock;
 #[cfg(feature = "vulkan")]
-use context::{check, free_host_buffer, Bound, Core, SubgroupChoice, Submit, VkFailure, VulkanBuffer};
+use context::{check, Bound, Core, SubgroupChoice, Submit, VkFailure};
 
+use super::disk_cache;
+use super::{Device, Result};
 use crate::ir::DType;
+use std::path::PathBuf;
 #[cfg(feature = "vulkan")]
 use std::time::Duration;
 #[cfg(not(feature = "vulkan"))]
-use {super::device::Runtime, super::Error, super::Result, std::sync::Arc};
+use {super::device::Runtime, super::Error, std::sync::Arc};
+
+/// Environment variable that makes Vulkan host copies go through the staging buffer (`1`).
+pub const STAGING_VAR: &str = "QD_VULKAN_STAGING";
+
+/// Settings of a Vulkan device.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VulkanOptions {
+    /// Copy arrays between the host and the device through the staging buffer even where their
+    /// memory is host-visible (`QD_VULKAN_STAGING=1`): the path of a discrete GPU, taken on any
+    /// device. Off, an array whose device-local memory is also host-visible and coherent (lavapipe,
+    /// integrated GPUs) is copied through its mapping.
+    pub staging: bool,
+    /// Keep compiled pipelines on disk for later processes (`QD_CACHE_DISABLE=1` turns it off).
+    pub disk_cache: bool,
+    /// The cache folder (`$QD_CACHE_DIR`, else `~/.cache/qd`), shared with CUDA; `None` with
+    /// `disk_cache` means no folder could be found, so nothing is cached.
+    pub cache_dir: Option<PathBuf>,
+}
+
+impl VulkanOptions {
+    /// From the environment: `QD_VULKAN_STAGING`, `QD_CACHE_DISABLE` and `QD_CACHE_DIR` (else
+    /// `~/.cache/qd`). `QD_VULKAN_STAGING` is on when set to anything but empty or `0`.
+    pub fn from_env() -> VulkanOptions {
+        VulkanOptions {
+            staging: std::env::var_os(STAGING_VAR).is_some_and(|v| !v.is_empty() && v != "0"),
+            disk_cache: !disk_cache::disabled_by_env(),
+            cache_dir: disk_cache::dir_from_env(),
+        }
+    }
+}
+
+impl Default for VulkanOptions {
+    fn default() -> Self {
+        VulkanOptions::from_env()
+    }
+}
+
+impl Device {
+    /// Vulkan device `ordinal` with explicit options (e.g. `staging: true` to take the staging path
+    /// of discrete GPUs on any device, or a private cache folder). [`Device::vulkan`] takes them
+    /// from the environment; errors are the same.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// use qd::runtime::VulkanOptions;
+    ///
+    /// let options = VulkanOptions { staging: true, ..VulkanOptions::from_env() };
+    /// match Device::vulkan_with(0, options) {
+    ///     Ok(d) => {
+    ///         let a = d.array_from(&[1u32, 2, 3]).unwrap();
+    ///         assert_eq!(a.to_vec().unwrap(), vec![1, 2, 3]);
+    ///     }
+    ///     Err(e) => eprintln!("no Vulkan device here: {e}"),
+    /// }
+    /// ```
+    pub fn vulkan_with(ordinal: u32, options: VulkanOptions) -> Result<Device> {
+        let name = format!("vulkan:{ordinal}");
+        let runtime = open(ordinal, &options, &name)?;
+        Ok(Device::new(name, runtime))
+    }
+}
 
 /// How long a launch may run before the runtime gives up on it (`QD_VULKAN_TIMEOUT_S` overrides).
 /// A kernel still running then cannot be stopped: the device is unusable for the rest of the process.
@@ -113,7 +181,7 @@ pub enum SpirvParam {
 
 /// Without the `vulkan` feature there is no Vulkan runtime to open.
 #[cfg(not(feature = "vulkan"))]
-pub(super) fn open(_ordinal: u32, _name: &str) -> Result<Arc<dyn Runtime>> {
+pub(super) fn open(_ordinal: u32, _options: &VulkanOptions, _name: &str) -> Result<Arc<dyn Runtime>> {
     Err(Error::BackendNotBuilt { backend: "vulkan", feature: "vulkan" })
 }
 
