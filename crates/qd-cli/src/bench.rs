@@ -37,6 +37,9 @@ pub struct Latency {
     pub first_launch: Duration,
     /// A second launch of the compiled kernel.
     pub second_launch: Duration,
+    /// The median of [`REPEATS`] more launches of the compiled kernel (same arrays; 5 on the
+    /// emulator): the host's cost of a repeated, synchronous launch of a small kernel.
+    pub repeat_launch: Duration,
     /// Tracing.
     pub trace: Duration,
     /// Lowering (PTX generation).
@@ -56,7 +59,11 @@ impl Latency {
     }
 }
 
-/// Measures one first launch (and a second) of [`saxpy`] on `device`, checking the result.
+/// Launches after the second one that `qd latency` times (their median is `repeat_launch`).
+pub const REPEATS: usize = 201;
+
+/// Measures one first launch (and a second, and [`REPEATS`] more) of [`saxpy`] on `device`,
+/// checking the result.
 pub fn measure(device: &Device) -> Result<Latency, String> {
     let n = 1024;
     let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
@@ -75,10 +82,21 @@ pub fn measure(device: &Device) -> Result<Latency, String> {
     if let Some(i) = (0..n).find(|&i| y[i] != 4.0 * i as f32 + 1.0) {
         return Err(format!("y[{i}] = {}, expected {}", y[i], 4.0 * i as f32 + 1.0));
     }
+    // y = 2x + y again and again: the values grow, the launches do not change.
+    // A few on the emulator, where a launch is the emulator's work, not the host's overhead.
+    let count = if device.target().is_emulated() { 5 } else { REPEATS };
+    let mut repeats = Vec::with_capacity(count);
+    for _ in 0..count {
+        let t = Instant::now();
+        device.launch(&k, &args).map_err(|e| e.to_string())?;
+        repeats.push(t.elapsed());
+    }
+    repeats.sort();
     Ok(Latency {
         device: device.name().to_string(),
         first_launch,
         second_launch,
+        repeat_launch: repeats[count / 2],
         trace: stats.trace,
         lower: stats.lower,
         load: stats.load,
@@ -99,7 +117,7 @@ pub fn report(l: &Latency, out: &mut dyn Write) -> io::Result<()> {
     };
     writeln!(
         out,
-        "latency device={} disk={disk} first_launch_ms={} ours_ms={} jit_ms={} trace_ms={} lower_ms={} load_ms={} second_launch_ms={}",
+        "latency device={} disk={disk} first_launch_ms={} ours_ms={} jit_ms={} trace_ms={} lower_ms={} load_ms={} second_launch_ms={} repeat_launch_us={:.2}",
         l.device,
         ms(l.first_launch),
         ms(l.ours()),
@@ -108,6 +126,7 @@ pub fn report(l: &Latency, out: &mut dyn Write) -> io::Result<()> {
         ms(l.lower),
         ms(l.load),
         ms(l.second_launch),
+        l.repeat_launch.as_secs_f64() * 1e6,
     )
 }
 
@@ -620,22 +639,30 @@ pub struct BenchConfig {
     pub block: Option<u32>,
     /// The scan's tile order.
     pub order: TileOrder,
+    /// The reduction's resident blocks (`None`: what [`reduce_resident`] says for the device). A
+    /// run across backends takes the first device's, so every backend runs the same grid.
+    pub resident: Option<u32>,
 }
 
 impl BenchConfig {
     /// The defaults for `algo` on `device`: `(log2n, reps, warmup)`: 2^26 elements, 20 timed
-    /// launches after 3 on CUDA; 2^20, 5 after 1 on Vulkan (host-visible buffers and a host clock: a
-    /// smoke test, not a measurement); 2^16, 3 after 1 on the CPU emulator. A scan on a device that
-    /// cuts loops short ([`scan_may_be_cut_short`]) defaults to 2^12 elements, one tile, so no block
-    /// waits on another.
+    /// launches after 3 on a device with its own timer (CUDA events, Vulkan timestamps); 2^16, 3
+    /// after 1 on the CPU emulator; 2^20, 5 after 1 on a device that cuts loops short (lavapipe: a
+    /// smoke test, not a measurement) or times with the host clock. A scan on a device that cuts
+    /// loops short ([`scan_may_be_cut_short`]) defaults to 2^12 elements, one tile, so no block waits
+    /// on another.
     pub fn defaults_for(device: &Device, algo: Algo) -> (u32, u32, u32) {
         let info = device.info();
         if device.target().is_emulated() {
             (16, 3, 1)
+        } else if info.loop_iteration_limit.is_some() {
+            if algo == Algo::Scan {
+                (12, 5, 1)
+            } else {
+                (20, 5, 1)
+            }
         } else if info.device_timer {
             (26, 20, 3)
-        } else if algo == Algo::Scan && info.loop_iteration_limit.is_some() {
-            (12, 5, 1)
         } else {
             (20, 5, 1)
         }
@@ -670,6 +697,8 @@ pub struct BenchResult {
     pub times: Vec<Duration>,
     /// `Ok` when every checked result matched the host's, else what differed.
     pub check: Result<(), String>,
+    /// Registers per thread of the kernel, when the device says (CUDA).
+    pub registers: Option<u32>,
 }
 
 impl BenchResult {
@@ -700,7 +729,8 @@ impl BenchResult {
     }
 
     /// The summary line: `bench reduce i32 n=2^26 device=cuda:0 median_ms=… min_ms=… gbps=…
-    /// check=ok`, then `items=`, `block=` and `order=` when not the defaults. Times in milliseconds with four
+    /// check=ok`, then `items=`, `block=` and `order=` when not the defaults, and `regs=` when the
+    /// device says. Times in milliseconds with four
     /// decimals; GB/s with one decimal (three below 10).
     pub fn line(&self) -> String {
         let c = &self.config;
@@ -729,8 +759,31 @@ impl BenchResult {
         if c.algo == Algo::Scan && c.order == TileOrder::BlockIdx {
             line.push_str(" order=blockidx");
         }
+        if let Some(r) = self.registers {
+            line.push_str(&format!(" regs={r}"));
+        }
         line
     }
+}
+
+/// How `other` compares with `base` (the same configuration on another device): `compare copy i32
+/// n=2^26 vulkan:0/cuda:0 median=1.042 min=1.038`, each the ratio of `other`'s time to `base`'s.
+pub fn compare_line(base: &BenchResult, other: &BenchResult) -> String {
+    let ratio = |a: Duration, b: Duration| match b.as_secs_f64() {
+        s if s > 0.0 => format!("{:.3}", a.as_secs_f64() / s),
+        _ => "inf".to_string(),
+    };
+    let c = &other.config;
+    format!(
+        "compare {} {} n=2^{} {}/{} median={} min={}",
+        c.algo.name(),
+        c.dtype.name(),
+        c.log2n,
+        other.device,
+        base.device,
+        ratio(other.median(), base.median()),
+        ratio(other.min(), base.min())
+    )
 }
 
 /// Random inputs: i32 over the whole range; f32 uniform in [0, 1) (24 random bits).
@@ -813,7 +866,7 @@ pub fn run_bench(device: &Device, cfg: &BenchConfig) -> Result<BenchResult, Stri
     }
     let n = 1usize << cfg.log2n;
     let e = |e: QdError| e.to_string();
-    let (times, check) = match (cfg.algo, cfg.dtype) {
+    let (times, check, registers) = match (cfg.algo, cfg.dtype) {
         (Algo::Reduce, BenchDtype::I32) => {
             let data = random_i32(cfg.seed, n);
             let want = data.iter().fold(0i32, |a, &x| a.wrapping_add(x));
@@ -855,7 +908,7 @@ pub fn run_bench(device: &Device, cfg: &BenchConfig) -> Result<BenchResult, Stri
             let output = device.array_from(&vec![POISON; n]).map_err(e)?;
             let state = device.zeros::<u64>(tiles as usize).map_err(e)?;
             let ticket = device.zeros::<u32>(1).map_err(e)?;
-            timed_runs(
+            let (times, check) = timed_runs(
                 cfg,
                 |launch| {
                     // Epochs start at 1 on the zeroed state array and grow with every launch.
@@ -863,7 +916,8 @@ pub fn run_bench(device: &Device, cfg: &BenchConfig) -> Result<BenchResult, Stri
                     device.launch_timed(&kernel, Some(tiles), &args)
                 },
                 || Ok(first_mismatch("inclusive sum", &output.to_vec().map_err(e)?, &want)),
-            )?
+            )?;
+            (times, check, registers(device, &kernel))
         }
         (Algo::Copy, _) => {
             let data = random_i32(cfg.seed, n);
@@ -871,18 +925,41 @@ pub fn run_bench(device: &Device, cfg: &BenchConfig) -> Result<BenchResult, Stri
             let input = device.array_from(&data).map_err(e)?;
             let output = device.array_from(&vec![POISON; n]).map_err(e)?;
             let grid = scan_tiles(n, block, items);
-            timed_runs(
+            let (times, check) = timed_runs(
                 cfg,
                 |_| device.launch_timed(&kernel, Some(grid), &[input.arg(), output.arg()]),
                 || Ok(first_mismatch("copy", &output.to_vec().map_err(e)?, &data)),
-            )?
+            )?;
+            (times, check, registers(device, &kernel))
         }
     };
-    Ok(BenchResult { config: cfg.clone(), device: device.name().to_string(), times, check })
+    Ok(BenchResult { config: cfg.clone(), device: device.name().to_string(), times, check, registers })
+}
+
+/// Registers per thread of `kernel` as `device` compiled it, when it says (CUDA).
+fn registers(device: &Device, kernel: &Kernel) -> Option<u32> {
+    device.compile(kernel).ok().and_then(|c| c.registers())
 }
 
 /// What outputs hold before the first launch: a value no correct result is likely to be.
 const POISON: i32 = 0x5A5A_5A5A;
+
+/// How many blocks of the reduction ([`reduce_kernel`]) to launch at most on `device`: on CUDA the
+/// blocks that fit on the device at once (the driver's occupancy for the compiled kernel times the
+/// multiprocessors), so every block runs in the first wave; 64 on the CPU emulator; 1024 on other
+/// GPUs, which do not say (a few waves on a small GPU, about one on an H100).
+pub fn reduce_resident<T: Shuffle>(device: &Device, block: u32, items: u32) -> Result<u32, String> {
+    let e = |e: QdError| e.to_string();
+    let per_sm = device.max_active_blocks_per_multiprocessor(&reduce_kernel::<T>(block, items)).map_err(e)?;
+    Ok(match (per_sm, device.info().multiprocessors) {
+        (Some(b), Some(m)) => (b * m).max(1),
+        _ if device.target().is_emulated() => 64,
+        _ => 1024,
+    })
+}
+
+/// What one algorithm's runs gave: the timed launches, the check's verdict, the kernel's registers.
+type Measured = (Vec<Duration>, Result<(), String>, Option<u32>);
 
 /// [`run_bench`] for the reduction of `data` (`T` = i32 or f32).
 fn bench_reduce<T: Shuffle>(
@@ -892,15 +969,12 @@ fn bench_reduce<T: Shuffle>(
     items: u32,
     data: &[T],
     check: impl Fn(T) -> Result<(), String>,
-) -> Result<(Vec<Duration>, Result<(), String>), String> {
+) -> Result<Measured, String> {
     let e = |e: QdError| e.to_string();
     let kernel = reduce_kernel::<T>(block, items);
-    // On CUDA, the blocks that fit on the device at once (the driver's occupancy for the compiled
-    // kernel times the multiprocessors), so every block runs in the first wave. Elsewhere 64.
-    let per_sm = device.max_active_blocks_per_multiprocessor(&kernel).map_err(e)?;
-    let resident = match (per_sm, device.info().multiprocessors) {
-        (Some(b), Some(m)) => (b * m).max(1),
-        _ => 64,
+    let resident = match cfg.resident {
+        Some(r) => r,
+        None => reduce_resident::<T>(device, block, items)?,
     };
     let grid = reduce_grid(data.len(), block, items, resident);
     let input = device.array_from(data).map_err(e)?;
@@ -909,7 +983,7 @@ fn bench_reduce<T: Shuffle>(
     let partials = device.zeros::<T>(grid as usize).map_err(e)?;
     let counter = device.zeros::<u32>(1).map_err(e)?;
     let args = [input.arg(), out.arg(), partials.arg(), counter.arg()];
-    timed_runs(
+    let (times, verdict) = timed_runs(
         cfg,
         |_| device.launch_timed(&kernel, Some(grid), &args),
         || {
@@ -918,7 +992,8 @@ fn bench_reduce<T: Shuffle>(
             out.write(&[poison]).map_err(e)?;
             Ok(check(got))
         },
-    )
+    )?;
+    Ok((times, verdict, registers(device, &kernel)))
 }
 
 #[cfg(test)]
@@ -946,6 +1021,7 @@ mod tests {
             items: None,
             block: None,
             order: TileOrder::Ticket,
+            resident: None,
         }
     }
 
@@ -1004,6 +1080,7 @@ mod tests {
             device: "cpu".into(),
             times: [4, 1, 3, 2].map(Duration::from_millis).to_vec(),
             check: Ok(()),
+            registers: None,
         };
         assert_eq!(r.median(), Duration::from_micros(2500));
         assert_eq!(r.min(), Duration::from_millis(1));
@@ -1013,9 +1090,18 @@ mod tests {
         let variant = BenchResult {
             config: BenchConfig { items: Some(7), order: TileOrder::BlockIdx, ..r.config.clone() },
             check: Err("no".into()),
-            ..r
+            ..r.clone()
         };
         assert!(variant.line().ends_with("check=fail items=7 order=blockidx"), "{}", variant.line());
+        // Against another device: its times over the first's.
+        let other = BenchResult {
+            device: "vulkan:0".into(),
+            times: [8, 2, 6, 4].map(Duration::from_millis).to_vec(),
+            registers: Some(40),
+            ..r.clone()
+        };
+        assert!(other.line().ends_with("check=ok regs=40"), "{}", other.line());
+        assert_eq!(compare_line(&r, &other), "compare scan i32 n=2^20 vulkan:0/cpu median=2.000 min=2.000");
     }
 
     #[test]

@@ -63,15 +63,17 @@ enum Command {
         #[arg(long, default_value = "cpu")]
         backend: String,
     },
-    /// Time a device-wide algorithm (CUDA: events around the kernel; CPU and Vulkan: the host
-    /// clock around launch and wait), check it against the host, and print one summary line:
-    /// `bench reduce i32 n=2^26 device=cuda:0 median_ms=… min_ms=… gbps=… check=ok`.
+    /// Time a device-wide algorithm (CUDA: events around the kernel; Vulkan: timestamps around the
+    /// dispatch; CPU: the host clock around launch and wait), check it against the host, and print
+    /// one summary line: `bench reduce i32 n=2^26 device=cuda:0 median_ms=… min_ms=… gbps=… check=ok`.
+    /// With several devices (`--backend cuda,vulkan`), the same run on each in turn (same input,
+    /// sizes and grid), a line each, then `compare` lines: each device's time over the first's.
     Bench {
         /// reduce (a sum), scan (an inclusive sum, decoupled look-back) or copy (the bandwidth
         /// ceiling of the same loads and stores).
         #[arg(value_enum)]
         algo: BenchAlgo,
-        /// Device to run on.
+        /// Device to run on, or several separated by commas (`cuda,vulkan`).
         #[arg(long, default_value = "cpu")]
         backend: String,
         /// n = 2^N elements (default: 26 on CUDA, 20 on Vulkan, 16 on the CPU emulator).
@@ -175,6 +177,7 @@ fn main() -> ExitCode {
                 items,
                 block: block_dim,
                 order,
+                resident: None,
             };
             run_bench(&backend, partial, log2n, reps, warmup, seed)
         }
@@ -328,41 +331,67 @@ fn run_bench(
 ) -> io::Result<ExitCode> {
     cfg.seed = seed.unwrap_or_else(runner::random_seed);
     eprintln!("seed: {}", cfg.seed);
-    let device = match Device::from_name(backend) {
-        Ok(d) => d,
-        Err(e) => return Ok(unavailable(e)),
-    };
-    let (default_log2n, default_reps, default_warmup) = bench::BenchConfig::defaults_for(&device, cfg.algo);
+    let mut devices = Vec::new();
+    for name in backend.split(',').map(str::trim) {
+        match Device::from_name(name) {
+            Ok(d) => devices.push(d),
+            Err(e) => return Ok(unavailable(e)),
+        }
+    }
+    // The first device's defaults hold for all, so every device runs the same configuration.
+    let (default_log2n, default_reps, default_warmup) = bench::BenchConfig::defaults_for(&devices[0], cfg.algo);
     cfg.log2n = log2n.unwrap_or(default_log2n);
     cfg.reps = reps.unwrap_or(default_reps);
     cfg.warmup = warmup.unwrap_or(default_warmup);
-    if cfg.algo == bench::Algo::Scan && cfg.log2n <= 30 {
-        let block = cfg.block.unwrap_or(cfg.algo.default_block());
-        let items = cfg.items.unwrap_or(cfg.algo.default_items());
-        if let Some(why) = bench::scan_may_be_cut_short(&device, 1usize << cfg.log2n, block, items) {
-            eprintln!("qd: warning: {why}");
-        }
-    }
-    match bench::run_bench(&device, &cfg) {
-        Ok(result) => {
-            writeln!(io::stdout().lock(), "{}", result.line())?;
-            match &result.check {
-                Ok(()) => Ok(ExitCode::SUCCESS),
-                Err(why) => {
-                    eprintln!(
-                        "qd: bench {}: wrong result: {why} (reproduce with --seed {})",
-                        cfg.algo.name(),
-                        cfg.seed
-                    );
-                    Ok(ExitCode::FAILURE)
-                }
+    let block = cfg.block.unwrap_or(cfg.algo.default_block());
+    let items = cfg.items.unwrap_or(cfg.algo.default_items());
+    if devices.len() > 1 && cfg.algo == bench::Algo::Reduce {
+        let resident = match cfg.dtype {
+            bench::BenchDtype::I32 => bench::reduce_resident::<i32>(&devices[0], block, items),
+            bench::BenchDtype::F32 => bench::reduce_resident::<f32>(&devices[0], block, items),
+        };
+        match resident {
+            Ok(r) => cfg.resident = Some(r),
+            Err(e) => {
+                eprintln!("qd: bench {}: {e}", cfg.algo.name());
+                return Ok(ExitCode::FAILURE);
             }
         }
-        Err(e) => {
-            eprintln!("qd: bench {}: {e}", cfg.algo.name());
-            Ok(ExitCode::FAILURE)
+    }
+    let mut results = Vec::new();
+    let mut code = ExitCode::SUCCESS;
+    for device in &devices {
+        if cfg.algo == bench::Algo::Scan && cfg.log2n <= 30 {
+            if let Some(why) = bench::scan_may_be_cut_short(device, 1usize << cfg.log2n, block, items) {
+                eprintln!("qd: warning: {why}");
+            }
+        }
+        match bench::run_bench(device, &cfg) {
+            Ok(result) => {
+                writeln!(io::stdout().lock(), "{}", result.line())?;
+                if let Err(why) = &result.check {
+                    eprintln!(
+                        "qd: bench {} on {}: wrong result: {why} (reproduce with --seed {})",
+                        cfg.algo.name(),
+                        device.name(),
+                        cfg.seed
+                    );
+                    code = ExitCode::FAILURE;
+                }
+                results.push(result);
+            }
+            Err(e) => {
+                eprintln!("qd: bench {} on {}: {e}", cfg.algo.name(), device.name());
+                code = ExitCode::FAILURE;
+            }
         }
     }
+    if let [first, rest @ ..] = &results[..] {
+        for r in rest {
+            writeln!(io::stdout().lock(), "{}", bench::compare_line(first, r))?;
+        }
+    }
+    Ok(code)
 }
 
 fn unavailable(e: QdError) -> ExitCode {

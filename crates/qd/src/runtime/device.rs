@@ -101,6 +101,11 @@ pub(crate) trait RuntimeKernel: Any + Send + Sync + std::fmt::Debug {
     fn spirv(&self) -> Option<&SpirvCode> {
         None
     }
+
+    /// Registers per thread of the loaded code, when the driver says (CUDA).
+    fn registers(&self) -> Option<u32> {
+        None
+    }
 }
 
 /// `kernel` as runtime `T`'s own kernel type. A device only launches kernels it compiled, so
@@ -159,6 +164,12 @@ impl CompiledKernel {
     /// The SPIR-V that was loaded (Vulkan devices).
     pub fn spirv(&self) -> Option<&SpirvCode> {
         self.exec.spirv()
+    }
+
+    /// Registers per thread of the code the driver made (CUDA: `CU_FUNC_ATTRIBUTE_NUM_REGS`);
+    /// `None` on other devices.
+    pub fn registers(&self) -> Option<u32> {
+        self.exec.registers()
     }
 }
 
@@ -509,9 +520,10 @@ impl Device {
     ///   just after `cuLaunchKernel` (`cuEventElapsedTime`, about half a microsecond of
     ///   resolution). Argument marshalling, the host's launch call overhead before the first event
     ///   and the wait after the second are outside it.
-    /// * Vulkan: the host clock around the whole launch: parameter-block upload, descriptor set
-    ///   and command buffer recording, submission, and the wait on the fence. Tens of microseconds
-    ///   of host work are included; compare large launches only.
+    /// * Vulkan: the dispatch alone, from two timestamps written just before and just after it in
+    ///   the kernel's command buffer (`vkCmdWriteTimestamp`, the device's `timestampPeriod` of
+    ///   resolution). On a queue without timestamps ([`DeviceInfo::device_timer`] false), the host
+    ///   clock around the whole launch.
     /// * AMDGPU: the host clock around `hipModuleLaunchKernel` and `hipDeviceSynchronize`.
     /// * CPU emulator: the host clock around the emulated launch (the emulator's speed, not a GPU's).
     ///

@@ -23,8 +23,8 @@ use std::path::Path;
 use std::path::PathBuf;
 
 #[cfg(any(feature = "cuda", test))]
-/// Bump when the cache's layout or key changes.
-const FORMAT_TAG: &[u8] = b"qd-cubin-cache-v1\0";
+/// Bump when the cache's layout or key changes (v2: cubins no longer position-independent).
+const FORMAT_TAG: &[u8] = b"qd-cubin-cache-v2\0";
 
 /// Environment variable naming the cache folder.
 pub const CACHE_DIR_VAR: &str = "QD_CACHE_DIR";

@@ -27,7 +27,8 @@ pub struct DeviceInfo {
     /// opened (`None`: no limit up to 2^20 iterations); `None` on the CPU emulator and CUDA.
     pub loop_iteration_limit: Option<u64>,
     /// Whether [`Device::launch_timed`](super::Device::launch_timed) measures with the device's
-    /// own timers (CUDA events) rather than the host clock around a synchronous launch.
+    /// own timers (CUDA events, Vulkan timestamps) rather than the host clock around a synchronous
+    /// launch.
     pub device_timer: bool,
     /// Compute capability (major, minor), CUDA only.
     pub compute_capability: Option<(u32, u32)>,

@@ -180,6 +180,21 @@ unsafe impl Send for CudaKernel {}
 // SAFETY: see `Context`.
 unsafe impl Sync for CudaKernel {}
 
+impl CudaKernel {
+    /// Registers per thread of the loaded code (`CU_FUNC_ATTRIBUTE_NUM_REGS`), asked when wanted
+    /// rather than at every load; `None` when the driver does not answer.
+    pub(super) fn registers(&self) -> Option<u32> {
+        self.module.ctx.bind().ok()?;
+        let mut regs: c_int = 0;
+        // SAFETY: a function of this context's loaded module; valid out-pointer.
+        let r = unsafe {
+            sys::cuFuncGetAttribute(&mut regs, sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NUM_REGS, self.func)
+        };
+        check("cuFuncGetAttribute", r).ok()?;
+        Some(regs.max(0) as u32)
+    }
+}
+
 impl std::fmt::Debug for CudaKernel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CudaKernel")

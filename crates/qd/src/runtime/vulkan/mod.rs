@@ -13,18 +13,28 @@
 //!   device really runs (lavapipe's property and its executed size can differ); kernels are traced
 //!   for the measured size, or for the property when the probe cannot run (the device's
 //!   [`info`](super::Device::info) says which).
-//! * Memory: one host-visible, host-coherent buffer per array (correctness first), mapped for its
-//!   whole life; copies are `memcpy`s under the queue lock, so they are ordered with launches.
+//! * Memory (`memory.rs`): arrays in device-local memory chosen by `gpu-allocator` from the
+//!   device's memory types, sub-allocated from shared blocks. Host copies go through the array's
+//!   mapping where that memory is also host-visible and coherent (lavapipe, integrated GPUs; reads
+//!   also need it host-cached), else through one staging buffer per device (64 MiB, host-cached, copy
+//!   commands piece by piece); `QD_VULKAN_STAGING=1` or [`VulkanOptions::staging`] forces the staging
+//!   path anywhere. Copies and launches are ordered by the queue lock and end with a barrier.
 //! * Kernels: SPIR-V from the lowering (or [`Device::override_spirv`](super::Device::override_spirv)),
 //!   a descriptor set layout from its parameters, a compute pipeline per kernel held in the device's
-//!   in-memory cache. With subgroup size control the pipeline requires the traced subgroup size and
-//!   full subgroups, so every subgroup of a block is the width the kernel was traced for.
+//!   in-memory cache, built through the pipeline cache on disk (`pipeline_cache.rs`, beside CUDA's
+//!   cubins; `QD_CACHE_DISABLE=1` turns it off). With subgroup size control the pipeline requires the
+//!   traced subgroup size and full subgroups, so every subgroup of a block is the width the kernel was
+//!   traced for.
 //! * Launch (the ABI of `backend::spirv`): descriptor set 0; binding 0 is the *parameter block*, one
 //!   u64 slot per kernel parameter in order (an array's slot holds its element count, a scalar's its
 //!   bits zero-extended, bool 0 or 1), written per launch; array parameter `j` (counting arrays only)
-//!   is the storage buffer at binding `1 + j`. Dispatch `(grid, 1, 1)` of the module's workgroup
-//!   size, then a barrier to the host and a fence wait (at most `QD_VULKAN_TIMEOUT_S` seconds, 60 by
-//!   default: a kernel still running then cannot be stopped, so the device is unusable afterwards).
+//!   is the storage buffer at binding `1 + j`. Each kernel owns its parameter block, descriptor set
+//!   and command buffer (`launch.rs`): the dispatch `(grid, 1, 1)` of the module's workgroup size,
+//!   between two timestamps, then a barrier to the host, recorded again only when the arrays or grid
+//!   differ from the kernel's last launch; then a fence wait (at most `QD_VULKAN_TIMEOUT_S` seconds,
+//!   60 by default: a kernel still running then cannot be stopped, so the device is unusable
+//!   afterwards). [`Device::launch_timed`](super::Device::launch_timed) reads the timestamps (the
+//!   device's time for the dispatch; the host clock on a queue without timestamps).
 //!   Every failing Vulkan call is an [`Error::Driver`](crate::runtime::Error::Driver) naming the kernel and the call.
 //! * Probes (`probe.rs`): besides the subgroup size, whether the driver silently ends long loops
 //!   (lavapipe: 65535 iterations per invocation), reported as `DeviceInfo::loop_iteration_limit`.
@@ -35,9 +45,10 @@
 //! device is listed.
 //!
 //! Files: `instance.rs` (the loader and instance), `device.rs` (properties, requirements, features,
-//! the logical device), `context.rs` (the shared state `Core`, arrays and the device handle),
-//! `launch.rs` (pipelines, the parameter block, dispatch), `probe.rs`, `runtime.rs` (the `Runtime`
-//! implementation the runtime's `Device` holds).
+//! the logical device), `context.rs` (the shared state `Core`, submissions, the device handle),
+//! `memory.rs` (the allocator, arrays, host copies), `launch.rs` (pipelines, the parameter block,
+//! recorded dispatches), `pipeline_cache.rs` (pipelines through the disk cache), `probe.rs`,
+//! `runtime.rs` (the `Runtime` implementation the runtime's `Device` holds).
 
 #[cfg(feature = "vulkan")]
 mod context;
