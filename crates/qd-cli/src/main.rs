@@ -194,18 +194,15 @@ fn main() -> ExitCode {
     }
 }
 
-/// The devices `qd info` asks about, with a description of each.
-const BACKENDS: [(&str, &str); 10] = [
+/// The emulator's names `qd info` asks about, with a description of each; the GPU runtimes come
+/// from the runtime table ([`qd::runtime::runtime_families`]).
+const EMULATORS: [(&str, &str); 6] = [
     ("cpu", "CPU SIMT emulator, the default (same as cpu:sg32)"),
     ("cpu:sg4", "CPU SIMT emulator"),
     ("cpu:sg8", "CPU SIMT emulator (lavapipe's width)"),
     ("cpu:sg16", "CPU SIMT emulator"),
     ("cpu:sg32", "CPU SIMT emulator (NVIDIA warp width)"),
     ("cpu:sg64", "CPU SIMT emulator (AMD wave64 width)"),
-    ("cuda", "NVIDIA GPUs through PTX"),
-    ("vulkan", "Vulkan through SPIR-V"),
-    ("metal", "Metal through MSL"),
-    ("amdgpu", "AMD GPUs through LLVM IR for amdgcn"),
 ];
 
 fn info() -> io::Result<ExitCode> {
@@ -213,7 +210,7 @@ fn info() -> io::Result<ExitCode> {
     writeln!(out, "qd {}", env!("CARGO_PKG_VERSION"))?;
     writeln!(out)?;
     writeln!(out, "backends:")?;
-    for (name, what) in BACKENDS {
+    for (name, what) in EMULATORS.into_iter().chain(qd::runtime::runtime_families()) {
         // Ask the runtime rather than hard-coding: the list stays true as backends land.
         match Device::from_name(name) {
             Ok(d) => writeln!(out, "  {name:<10} available      subgroup size {:<3} {what}", d.subgroup_size())?,
@@ -235,7 +232,7 @@ fn info() -> io::Result<ExitCode> {
     }
     writeln!(out)?;
     writeln!(out, "emit targets:")?;
-    for name in ["ir", "ptx:sm_90", "ptx:sm_80", "spirv:sg32", "msl", "amdgpu:gfx942"] {
+    for name in EmitTarget::examples() {
         let target: EmitTarget = name.parse().expect("built-in target names parse");
         writeln!(out, "  {name:<14} available (.{})", target.extension())?;
     }

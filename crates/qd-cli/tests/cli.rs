@@ -234,10 +234,13 @@ fn bench_runs_on_the_emulator_and_checks_its_results() {
         assert!(line.starts_with(prefix), "{line}");
         let f = bench_fields(line);
         assert_eq!(f.get("check").map(String::as_str), Some("ok"), "{line}");
-        for key in ["median_ms", "min_ms", "gbps"] {
+        for key in ["median_ms", "min_ms"] {
             let v: f64 = f.get(key).and_then(|v| v.parse().ok()).unwrap_or(-1.0);
             assert!(v > 0.0, "{key} in {line}");
         }
+        // Printed to 3 decimals: a loaded machine can round the emulator's rate down to 0.000.
+        let gbps: f64 = f.get("gbps").and_then(|v| v.parse().ok()).unwrap_or(-1.0);
+        assert!(gbps >= 0.0, "gbps in {line}");
         assert!(stderr(&o).starts_with("seed: "), "{}", stderr(&o));
     }
 }

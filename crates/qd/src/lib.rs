@@ -23,13 +23,21 @@
 //! assert_eq!(out[40], 32.0);
 //! ```
 
+pub mod algorithms;
 pub mod backend;
 pub mod ir;
+pub mod lang;
 pub mod nv;
 pub mod runtime;
 pub mod simt;
 pub mod target;
 pub mod trace;
+
+// The macros' expansions name `::qd`, which inside this crate is the crate itself.
+extern crate self as qd;
+
+pub use lang::unroll;
+pub use qd_macros::{func, kernel};
 
 /// Everything a kernel author needs.
 pub mod prelude {
@@ -37,7 +45,7 @@ pub mod prelude {
     pub use crate::simt::{atomic::*, block, grid, subgroup};
     pub use crate::trace::{
         bit_cast, break_, cast, continue_, fma, for_range, if_, if_else, local_array, loop_, return_, select, var,
-        volatile_load, while_, Array, Elem, Float, Int, Kernel, KernelBuilder, Num, Scalar, SharedArray, Val, Var,
-        BF16, F16,
+        volatile_load, while_, Array, Elem, Float, Int, Kernel, KernelBuilder, Num, Scalar, SharedArray, Shuffle, Val,
+        Var, BF16, F16,
     };
 }

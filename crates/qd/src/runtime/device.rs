@@ -11,7 +11,7 @@ use super::array::{DeviceArray, RuntimeArray};
 use super::cache::{lock, CodeOverrides, KernelCache};
 use super::errors::{Error, Result};
 use super::info::{CompileStats, DeviceInfo, RuntimeCounters};
-use super::{cpu, cuda, launch, vulkan, Arg, CudaOptions, Grid, PtxCode, SpirvCode};
+use super::{cpu, launch, Arg, Grid, PtxCode, SpirvCode};
 use crate::backend::Target;
 use crate::ir::{self, DType};
 use crate::trace::{Kernel, Scalar};
@@ -220,59 +220,6 @@ impl Device {
         Ok(Device::new(worn.name(), Arc::new(cpu::CpuRuntime::new(worn, options))))
     }
 
-    /// CUDA device `ordinal` (`cuda:N`), with the disk cache set from the environment.
-    ///
-    /// Without a driver (no `libcuda`), with no such device, or when the driver fails to start,
-    /// this is [`Error::Unavailable`] with the reason; in a build without the `cuda` feature it is
-    /// [`Error::BackendNotBuilt`].
-    pub fn cuda(ordinal: u32) -> Result<Device> {
-        Device::cuda_with(ordinal, CudaOptions::from_env())
-    }
-
-    /// CUDA device `ordinal` with explicit options (e.g. a private cache folder).
-    pub fn cuda_with(ordinal: u32, options: CudaOptions) -> Result<Device> {
-        let name = format!("cuda:{ordinal}");
-        let runtime = cuda::open(ordinal, &options, &name)?;
-        Ok(Device::new(name, runtime))
-    }
-
-    /// Vulkan device `ordinal` (`vulkan:N`, in the order of [`available_devices`](super::available_devices)
-    /// and `qd info`).
-    ///
-    /// Without a Vulkan loader (`libvulkan.so.1`), without a driver, with no such device, or with a
-    /// device that lacks what qd needs (Vulkan 1.1, compute subgroups with basic, vote, ballot,
-    /// shuffle and relative shuffle operations, `shaderInt64`), this is [`Error::Unavailable`] with
-    /// the reason and, where something is missing, how to install it; in a build without the
-    /// `vulkan` feature it is [`Error::BackendNotBuilt`]. Every `Device` naming the same ordinal
-    /// shares one logical device, so arrays move freely between them.
-    pub fn vulkan(ordinal: u32) -> Result<Device> {
-        Device::vulkan_with(ordinal, vulkan::VulkanOptions::from_env())
-    }
-
-    /// The Metal device (`metal:0`, the system default): macOS with the `metal` cargo feature only.
-    /// Elsewhere [`Error::Unavailable`] (Metal runs on macOS only); on macOS without the feature
-    /// [`Error::BackendNotBuilt`]. Not yet run on Apple hardware by this project.
-    pub fn metal(ordinal: u32) -> Result<Device> {
-        let name = format!("metal:{ordinal}");
-        let runtime = super::metal::open(ordinal, &name)?;
-        Ok(Device::new(name, runtime))
-    }
-
-    /// AMD GPU `ordinal` (`amdgpu:N`, in HIP's order) through HIP, with the `amdgpu` cargo feature.
-    /// Kernels are traced for [`Target::amdgpu`] of the device's architecture (from its
-    /// `gcnArchName`) and made into code objects by ROCm's own `llc` and `ld.lld`, cached on disk.
-    ///
-    /// Without ROCm (no `libamdhip64` under `$ROCM_PATH/lib`, `/opt/rocm/lib` or the loader's
-    /// path), without its LLVM, with no such device, with an architecture the code generator does
-    /// not know, or with a wavefront size it cannot run, this is [`Error::Unavailable`] with the
-    /// reason; in a build without the feature [`Error::BackendNotBuilt`]. Not yet run on AMD
-    /// hardware by this project.
-    pub fn amdgpu(ordinal: u32) -> Result<Device> {
-        let name = format!("amdgpu:{ordinal}");
-        let runtime = super::amdgpu::open(ordinal, &name)?;
-        Ok(Device::new(name, runtime))
-    }
-
     /// A device by its command-line name (D10): `cpu`, `cpu:sgN`, `cuda[:N]`, `vulkan[:N]`,
     /// `metal[:0]`, `amdgpu[:N]`, or the
     /// emulator wearing another target's features, `cpu[:sgN]@<target>` with `<target>` one of
@@ -296,47 +243,29 @@ impl Device {
             let strict = crate::backend::cpu::Options { strict: true, ..Default::default() };
             return Device::cpu_wearing(&target, strict);
         }
-        match name {
-            "cpu" => Ok(Device::cpu()),
-            n if n.starts_with("cpu:sg") => {
-                let sg: u32 = n["cpu:sg".len()..]
-                    .parse()
-                    .map_err(|_| unavailable("expected cpu:sgN with N in 4, 8, 16, 32, 64"))?;
-                Device::cpu_with(sg, crate::backend::cpu::Options::default())
-            }
-            "cuda" => Device::cuda(0).map_err(|e| rename_unavailable(e, name)),
-            n if n.starts_with("cuda:") => {
-                let ordinal: u32 = n["cuda:".len()..]
-                    .parse()
-                    .map_err(|_| unavailable("expected cuda or cuda:N with N a device index (see `qd info`)"))?;
-                Device::cuda(ordinal).map_err(|e| rename_unavailable(e, name))
-            }
-            "vulkan" => Device::vulkan(0).map_err(|e| rename_unavailable(e, name)),
-            n if n.starts_with("vulkan:") => {
-                let ordinal: u32 = n["vulkan:".len()..]
-                    .parse()
-                    .map_err(|_| unavailable("expected vulkan or vulkan:N with N a device index (see `qd info`)"))?;
-                Device::vulkan(ordinal).map_err(|e| rename_unavailable(e, name))
-            }
-            "metal" => Device::metal(0).map_err(|e| rename_unavailable(e, name)),
-            n if n.starts_with("metal:") => {
-                let ordinal: u32 = n["metal:".len()..].parse().map_err(|_| unavailable("expected metal or metal:0"))?;
-                Device::metal(ordinal).map_err(|e| rename_unavailable(e, name))
-            }
-            "amdgpu" => Device::amdgpu(0).map_err(|e| rename_unavailable(e, name)),
-            n if n.starts_with("amdgpu:") => {
-                let ordinal: u32 = n["amdgpu:".len()..].parse().map_err(|_| {
-                    unavailable(
-                        "expected amdgpu or amdgpu:N with N a device index (see `qd info`); amdgpu:gfxNNN \
-                         names a target, for `qd emit` and `cpu@amdgpu:gfxNNN`",
-                    )
-                })?;
-                Device::amdgpu(ordinal).map_err(|e| rename_unavailable(e, name))
-            }
-            _ => {
-                Err(unavailable("unknown backend; expected cpu, cpu:sgN, cuda[:N], vulkan[:N], metal[:0], amdgpu[:N]"))
-            }
+        if name == "cpu" {
+            return Ok(Device::cpu());
         }
+        if let Some(lanes) = name.strip_prefix("cpu:sg") {
+            let sg: u32 = lanes.parse().map_err(|_| unavailable("expected cpu:sgN with N in 4, 8, 16, 32, 64"))?;
+            return Device::cpu_with(sg, crate::backend::cpu::Options::default());
+        }
+        for family in super::RUNTIMES {
+            let ordinal = if name == family.name {
+                0
+            } else if let Some(n) = name.strip_prefix(family.name).and_then(|rest| rest.strip_prefix(':')) {
+                n.parse().map_err(|_| unavailable(family.name_hint))?
+            } else {
+                continue;
+            };
+            // The device is always named `<family>:N`; an error keeps the name the user gave.
+            let runtime = (family.open)(ordinal, &format!("{}:{ordinal}", family.name))
+                .map_err(|e| rename_unavailable(e, name))?;
+            return Ok(Device::new(format!("{}:{ordinal}", family.name), runtime));
+        }
+        let mut known = vec!["cpu".to_string(), "cpu:sgN".to_string()];
+        known.extend(super::RUNTIMES.iter().map(|f| format!("{}[:N]", f.name)));
+        Err(unavailable(&format!("unknown backend; expected {}", known.join(", "))))
     }
 
     /// The device's name (`cpu`, `cpu:sg8`, `cuda:0`, `vulkan:0`, ...).

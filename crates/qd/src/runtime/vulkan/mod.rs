@@ -70,7 +70,7 @@ mod runtime;
 #[cfg(feature = "vulkan")]
 pub(super) use instance::device_count;
 #[cfg(feature = "vulkan")]
-pub(super) use runtime::open;
+use runtime::open_with;
 
 // The sibling files name these through `super::`, as when they lived here.
 #[cfg(feature = "vulkan")]
@@ -85,7 +85,8 @@ use std::path::PathBuf;
 #[cfg(feature = "vulkan")]
 use std::time::Duration;
 #[cfg(not(feature = "vulkan"))]
-use {super::device::Runtime, super::Error, std::sync::Arc};
+use super::Error;
+use {super::device::Runtime, std::sync::Arc};
 
 /// Environment variable that makes Vulkan host copies go through the staging buffer (`1`).
 pub const STAGING_VAR: &str = "QD_VULKAN_STAGING";
@@ -120,31 +121,6 @@ impl VulkanOptions {
 impl Default for VulkanOptions {
     fn default() -> Self {
         VulkanOptions::from_env()
-    }
-}
-
-impl Device {
-    /// Vulkan device `ordinal` with explicit options (e.g. `staging: true` to take the staging path
-    /// of discrete GPUs on any device, or a private cache folder). [`Device::vulkan`] takes them
-    /// from the environment; errors are the same.
-    ///
-    /// ```
-    /// use qd::prelude::*;
-    /// use qd::runtime::VulkanOptions;
-    ///
-    /// let options = VulkanOptions { staging: true, ..VulkanOptions::from_env() };
-    /// match Device::vulkan_with(0, options) {
-    ///     Ok(d) => {
-    ///         let a = d.array_from(&[1u32, 2, 3]).unwrap();
-    ///         assert_eq!(a.to_vec().unwrap(), vec![1, 2, 3]);
-    ///     }
-    ///     Err(e) => eprintln!("no Vulkan device here: {e}"),
-    /// }
-    /// ```
-    pub fn vulkan_with(ordinal: u32, options: VulkanOptions) -> Result<Device> {
-        let name = format!("vulkan:{ordinal}");
-        let runtime = open(ordinal, &options, &name)?;
-        Ok(Device::new(name, runtime))
     }
 }
 
@@ -192,7 +168,7 @@ pub enum SpirvParam {
 
 /// Without the `vulkan` feature there is no Vulkan runtime to open.
 #[cfg(not(feature = "vulkan"))]
-pub(super) fn open(_ordinal: u32, _options: &VulkanOptions, _name: &str) -> Result<Arc<dyn Runtime>> {
+fn open_with(_ordinal: u32, _options: &VulkanOptions, _name: &str) -> Result<Arc<dyn Runtime>> {
     Err(Error::BackendNotBuilt { backend: "vulkan", feature: "vulkan" })
 }
 
@@ -201,3 +177,56 @@ pub(super) fn open(_ordinal: u32, _options: &VulkanOptions, _name: &str) -> Resu
 pub(super) fn device_count() -> u32 {
     0
 }
+
+/// Opens device `ordinal` with the options of the environment (`Device::from_name`, `vulkan:N`).
+fn open(ordinal: u32, name: &str) -> Result<Arc<dyn Runtime>> {
+    open_with(ordinal, &VulkanOptions::from_env(), name)
+}
+
+/// This runtime in the table of runtimes ([`super::RUNTIMES`]).
+pub(super) const FAMILY: super::RuntimeFamily = super::RuntimeFamily {
+    name: "vulkan",
+    about: "Vulkan through SPIR-V",
+    name_hint: "expected vulkan or vulkan:N with N a device index (see `qd info`)",
+    device_count,
+    open,
+};
+
+impl super::Device {
+    /// Vulkan device `ordinal` (`vulkan:N`, in the order of [`available_devices`](super::available_devices)
+    /// and `qd info`).
+    ///
+    /// Without a Vulkan loader (`libvulkan.so.1`), without a driver, with no such device, or with a
+    /// device that lacks what qd needs (Vulkan 1.1, compute subgroups with basic, vote, ballot,
+    /// shuffle and relative shuffle operations, `shaderInt64`), this is [`Error::Unavailable`](super::Error::Unavailable) with
+    /// the reason and, where something is missing, how to install it; in a build without the
+    /// `vulkan` feature it is [`Error::BackendNotBuilt`](super::Error::BackendNotBuilt). Every `Device` naming the same ordinal
+    /// shares one logical device, so arrays move freely between them.
+    pub fn vulkan(ordinal: u32) -> super::Result<super::Device> {
+        super::Device::vulkan_with(ordinal, VulkanOptions::from_env())
+    }
+
+    /// Vulkan device `ordinal` with explicit options (e.g. `staging: true` to take the staging path
+    /// of discrete GPUs on any device, or a private cache folder). [`Device::vulkan`] takes them
+    /// from the environment; errors are the same.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// use qd::runtime::VulkanOptions;
+    ///
+    /// let options = VulkanOptions { staging: true, ..VulkanOptions::from_env() };
+    /// match Device::vulkan_with(0, options) {
+    ///     Ok(d) => {
+    ///         let a = d.array_from(&[1u32, 2, 3]).unwrap();
+    ///         assert_eq!(a.to_vec().unwrap(), vec![1, 2, 3]);
+    ///     }
+    ///     Err(e) => eprintln!("no Vulkan device here: {e}"),
+    /// }
+    /// ```
+    pub fn vulkan_with(ordinal: u32, options: VulkanOptions) -> Result<Device> {
+        let name = format!("vulkan:{ordinal}");
+        let runtime = open_with(ordinal, &options, &name)?;
+        Ok(Device::new(name, runtime))
+    }
+}
+

@@ -17,8 +17,8 @@ use std::any::Any;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Opens Vulkan device `ordinal` for the `Device` called `name`.
-pub(crate) fn open(ordinal: u32, options: &VulkanOptions, name: &str) -> Result<Arc<dyn Runtime>> {
+/// Opens Vulkan device `ordinal` with `options` for the `Device` called `name`.
+pub(crate) fn open_with(ordinal: u32, options: &VulkanOptions, name: &str) -> Result<Arc<dyn Runtime>> {
     let dev = VulkanDevice::open(ordinal, options)
         .map_err(|reason| Error::Unavailable { backend: name.to_string(), reason })?;
     Ok(Arc::new(dev))
