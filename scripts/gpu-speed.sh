@@ -4,13 +4,14 @@
 # the summary is printed last.
 #   1. CUDA anchors (bench/cuda_anchor.cu, nvcc there): the scan's PTX through each loading route
 #      (registers), and a bare cuLaunchKernel of qd's saxpy module.
-#   2. First-launch latency in fresh processes: cold; warm through qd's cubin cache; warm through
-#      the driver's own JIT cache (QD_CACHE_DISABLE=1, a private CUDA_CACHE_PATH); Vulkan with its
-#      pipeline cache on disk. Then the repeated launch (`repeat_launch_us`).
+#   2. First-launch latency in fresh processes: cold; warm through qd's cubin cache
+#      (QD_CUDA_CUBIN_CACHE=1); warm through the driver's own JIT cache (the default, D23; a private
+#      CUDA_CACHE_PATH); Vulkan with its pipeline cache on disk. Then the repeated launch
+#      (`repeat_launch_us`).
 #   3. The Vulkan anchor: tests/vulkan_bare.rs with QD_BARE_REPS (a bare submit of a recorded
 #      dispatch against qd's launch, one process).
-#   4. The scan through the cubin cache against QD_CACHE_DISABLE=1 (the whole-program JIT),
-#      interleaved, with their registers.
+#   4. The scan through qd's cubin cache against the default (the whole-program JIT), interleaved,
+#      with their registers.
 #   5. `qd bench --backend cuda,vulkan` for copy, reduce and scan at 2^20 ... 2^28 (SIZES).
 #   6. Conformance on cuda and vulkan, the Vulkan and CUDA test binaries.
 #   SEED=20261122  REPS=20  SIZES="20 22 24 26 28"  ONLY="anchors latency bare scan bench conformance tests"
@@ -25,9 +26,11 @@ mkdir -p "$OUT"
 want() { [[ -z "${ONLY:-}" || " $ONLY " == *" $1 "* ]]; }
 summary() { echo "$*" | tee -a "$OUT/summary.txt"; }
 : >"$OUT/summary.txt"
-export QD_CACHE_DIR="$OUT/qd-cache"
+# The caches and emitted PTX live outside $OUT (thousands of files; a run returns a few files).
+SCRATCH="$(mktemp -d)"
+export QD_CACHE_DIR="$SCRATCH/qd-cache"
 # The driver's JIT cache in a folder of its own, so "warm" means warmed by this run.
-export CUDA_CACHE_PATH="$OUT/nv-cache"
+export CUDA_CACHE_PATH="$SCRATCH/nv-cache"
 mkdir -p "$QD_CACHE_DIR" "$CUDA_CACHE_PATH"
 start=$SECONDS
 
@@ -35,17 +38,17 @@ summary "date: $(date -u +%Y-%m-%dT%H:%MZ)"
 summary "gpu: $(nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader 2>&1 | head -n 1)"
 qd info >"$OUT/info.txt" 2>&1
 summary "qd: $(grep -E '^  (cuda|vulkan):0' "$OUT/info.txt" | sed 's/^ *//' | tr '\n' '|')"
-qd emit --target ptx:sm_90 --out "$OUT/ptx" >/dev/null 2>&1
+qd emit --target ptx:sm_90 --out "$SCRATCH/ptx" >/dev/null 2>&1
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 field() { grep -o "$1=[^ ]*" | cut -d= -f2; }
 
 # 1. CUDA anchors.
 if want anchors; then
-    if nvcc -O2 -o "$OUT/cuda_anchor" "$HERE/bench/cuda_anchor.cu" -lcuda >"$OUT/nvcc.txt" 2>&1; then
-        "$OUT/cuda_anchor" routes "$OUT/ptx/bench_scan_i32.ptx" bench_scan_i32 >"$OUT/routes.txt" 2>&1
+    if nvcc -O2 -o "$SCRATCH/cuda_anchor" "$HERE/bench/cuda_anchor.cu" -lcuda >"$OUT/nvcc.txt" 2>&1; then
+        "$SCRATCH/cuda_anchor" routes "$SCRATCH/ptx/bench_scan_i32.ptx" bench_scan_i32 >"$OUT/routes.txt" 2>&1
         summary "routes (bench_scan_i32): $(tr '\n' ';' <"$OUT/routes.txt")"
-        "$OUT/cuda_anchor" launch "$OUT/ptx/latency_saxpy.ptx" 1001 >"$OUT/anchor-cuda.txt" 2>&1
+        "$SCRATCH/cuda_anchor" launch "$SCRATCH/ptx/latency_saxpy.ptx" 1001 >"$OUT/anchor-cuda.txt" 2>&1
         summary "$(cat "$OUT/anchor-cuda.txt")"
     else
         summary "nvcc failed: $(tail -n 3 "$OUT/nvcc.txt")"
@@ -60,10 +63,10 @@ if want latency; then
         env "$@" qd latency --backend "${BACKEND:-cuda}" 2>&1 | tee -a "$OUT/latency-$label.txt"
     }
     lat cold QD_CACHE_DISABLE=1 CUDA_CACHE_DISABLE=1 >/dev/null
-    lat qd-store >/dev/null # stores the cubin
-    for _ in 1 2 3 4 5; do lat qd-warm >/dev/null; done
-    lat driver-store QD_CACHE_DISABLE=1 >/dev/null # fills the driver's cache
-    for _ in 1 2 3 4 5; do lat driver-warm QD_CACHE_DISABLE=1 >/dev/null; done
+    lat qd-store QD_CUDA_CUBIN_CACHE=1 >/dev/null # stores the cubin
+    for _ in 1 2 3 4 5; do lat qd-warm QD_CUDA_CUBIN_CACHE=1 >/dev/null; done
+    lat driver-store >/dev/null # fills the driver's cache
+    for _ in 1 2 3 4 5; do lat driver-warm >/dev/null; done
     BACKEND=vulkan lat vulkan-store >/dev/null
     for _ in 1 2 3; do BACKEND=vulkan lat vulkan-warm >/dev/null; done
     for l in cold qd-warm driver-warm vulkan-store vulkan-warm; do
@@ -82,14 +85,14 @@ if want bare; then
     summary "$(grep '^bare-vulkan' "$OUT/anchor-vulkan.txt" || tail -n 3 "$OUT/anchor-vulkan.txt")"
 fi
 
-# 4. The scan: cubin cache against the whole-program JIT, interleaved, with registers.
+# 4. The scan: qd's cubin cache against the whole-program JIT, interleaved, with registers.
 if want scan; then
     for _ in 1 2 3; do
-        qd bench scan --backend cuda --log2n 26 --reps "$REPS" --seed "$SEED" 2>/dev/null | sed 's/$/ jit=cached/'
-        QD_CACHE_DISABLE=1 qd bench scan --backend cuda --log2n 26 --reps "$REPS" --seed "$SEED" 2>/dev/null |
-            sed 's/$/ jit=direct/'
+        QD_CUDA_CUBIN_CACHE=1 qd bench scan --backend cuda --log2n 26 --reps "$REPS" --seed "$SEED" 2>/dev/null |
+            sed 's/$/ jit=cubins/'
+        qd bench scan --backend cuda --log2n 26 --reps "$REPS" --seed "$SEED" 2>/dev/null | sed 's/$/ jit=direct/'
     done >"$OUT/scan-jit.txt"
-    for j in cached direct; do
+    for j in cubins direct; do
         summary "scan 2^26 jit=$j: median_ms=$(grep "jit=$j" "$OUT/scan-jit.txt" | field median_ms | tr '\n' ' ')" \
             "regs=$(grep "jit=$j" "$OUT/scan-jit.txt" | field regs | sort -u | tr '\n' ' ')"
     done
@@ -124,4 +127,5 @@ if want tests; then
         summary "test $t: exit $? $(grep '^test result' "$OUT/test-$t.txt" | tail -n 1)"
     done
 fi
+rm -rf "$SCRATCH"
 summary "total: $((SECONDS - start))s"

@@ -3,11 +3,14 @@
 //! * `qd latency`: the first-launch latency of a small kernel in this process, split into our part
 //!   (trace, lowering, cache lookups, launch) and the driver's JIT. Cold latency is measured in a
 //!   process with `QD_CACHE_DISABLE=1` and `CUDA_CACHE_DISABLE=1`; warm latency in a new process
-//!   that finds the cubin in the disk cache. Run it several times and take the median: one process
-//!   gives one first launch.
+//!   whose kernel a cache holds (CUDA: the driver's JIT cache, or qd's cubins with
+//!   `QD_CUDA_CUBIN_CACHE=1`; Vulkan: the pipeline cache on disk). Run it several times and take
+//!   the median: one process gives one first launch. `repeat_launch_us` is the host's cost of a
+//!   repeated synchronous launch of the same kernel.
 //! * `qd bench reduce|scan|copy`: device-wide algorithms timed with
-//!   [`Device::launch_timed`] (CUDA events around the kernel; the host clock on the CPU emulator
-//!   and Vulkan) and checked against the host: [`reduce_kernel`] (a sum), [`scan_kernel`] (an
+//!   [`Device::launch_timed`] (CUDA events around the kernel, Vulkan timestamps around the
+//!   dispatch; the host clock on the CPU emulator) and checked against the host, on one device or
+//!   the same run on several (`--backend cuda,vulkan`, with [`compare_line`]s): [`reduce_kernel`] (a sum), [`scan_kernel`] (an
 //!   inclusive sum with decoupled look-back) and [`copy_kernel`] (the bandwidth ceiling of the same
 //!   loads and stores). `bench/cub_bench.cu` prints the same line for NVIDIA's CUB.
 
@@ -111,6 +114,7 @@ pub fn report(l: &Latency, out: &mut dyn Write) -> io::Result<()> {
     let disk = match &l.disk {
         DiskCacheUse::NotApplicable => "n/a".to_string(),
         DiskCacheUse::Disabled => "disabled".to_string(),
+        DiskCacheUse::Driver => "driver".to_string(),
         DiskCacheUse::Hit(_) => "hit".to_string(),
         DiskCacheUse::Stored(_) => "stored".to_string(),
         DiskCacheUse::StoreFailed(why) => format!("store-failed({why})"),

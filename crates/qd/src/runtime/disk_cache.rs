@@ -23,9 +23,9 @@ use std::io::Write;
 use std::path::Path;
 use std::path::PathBuf;
 
-/// Bump when the cache's layout or key changes (v2: cubins no longer position-independent).
+/// Bump when the cache's layout or key changes.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-const FORMAT_TAG: &[u8] = b"qd-cubin-cache-v2\0";
+const FORMAT_TAG: &[u8] = b"qd-cubin-cache-v1\0";
 
 /// Environment variable naming the cache folder.
 pub const CACHE_DIR_VAR: &str = "QD_CACHE_DIR";

@@ -88,8 +88,12 @@ pub enum DiskCacheUse {
     /// The backend has no disk cache (the CPU emulator).
     #[default]
     NotApplicable,
-    /// Turned off (`QD_CACHE_DISABLE=1`, or no cache folder): the PTX went through the JIT.
+    /// Turned off (`QD_CACHE_DISABLE=1`, or no cache folder; CUDA: `CUDA_CACHE_DISABLE=1`): the
+    /// code was compiled.
     Disabled,
+    /// The code came from the driver's JIT, which keeps its own cache between processes (CUDA by
+    /// default, D23: `CUDA_CACHE_PATH`); [`CompileStats::jit`] is `None` when it was found there.
+    Driver,
     /// The cubin was loaded from this file: no JIT.
     Hit(PathBuf),
     /// A miss: the PTX went through the JIT and the cubin was stored in this file.

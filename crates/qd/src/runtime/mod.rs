@@ -50,13 +50,13 @@ mod metal;
 mod vulkan;
 
 pub use array::{Arg, ArrayHandle, DeviceArray};
-pub use cuda::{CudaOptions, PtxCode, PtxParam};
+pub use cuda::{CudaOptions, PtxCode, PtxParam, CUBIN_CACHE_VAR};
 pub use device::{CompiledKernel, Device};
 pub use disk_cache::{CACHE_DIR_VAR, CACHE_DISABLE_VAR};
 pub use errors::{Error, Result};
 pub use info::{CompileStats, DeviceInfo, DiskCacheUse, RuntimeCounters};
 pub use launch::{range_bounds, RANGE_GRID_CAP};
-pub use vulkan::{SpirvCode, SpirvParam, VulkanOptions};
+pub use vulkan::{SpirvCode, SpirvParam, VulkanOptions, VULKAN_STAGING_VAR};
 
 /// One GPU runtime as device names see it: `<name>` and `<name>:N` open its device `N`.
 pub(crate) struct RuntimeFamily {

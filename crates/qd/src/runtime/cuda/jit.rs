@@ -98,27 +98,13 @@ impl Drop for LinkState {
     }
 }
 
-/// PTX to a cubin through the link API (for the disk cache). The context must be current.
+/// PTX to a cubin through the link API (for qd's cubin cache). The context must be current.
 ///
-/// The link API compiles PTX as relocatable code, by default position-independent: addresses
-/// reached through extra registers, which cost the look-back scan 16 registers and 6-8% of its
-/// speed against the whole-program JIT (issue 14). So the compile is asked for code that is not
-/// position-independent (`CU_JIT_POSITION_INDEPENDENT_CODE` = 0), which a lone kernel module loses
-/// nothing by; a driver that does not know the option (before CUDA 12) links without it.
+/// The link API compiles PTX as relocatable code, which costs registers against the whole-program
+/// JIT of [`jit_load`] (the look-back scan: 64 against 48 on sm_90, 4-6% slower; asking for code
+/// that is not position-independent changes nothing): why this route is opt-in (D23).
 pub(super) fn jit_link(text: &CStr, kernel: &str) -> std::result::Result<(Vec<u8>, Option<Duration>), DriverFailure> {
-    jit_link_with(text, kernel, true).or_else(|_| jit_link_with(text, kernel, false))
-}
-
-fn jit_link_with(
-    text: &CStr,
-    kernel: &str,
-    fixed_position: bool,
-) -> std::result::Result<(Vec<u8>, Option<Duration>), DriverFailure> {
     let mut logs = JitLogs::new();
-    if fixed_position {
-        logs.options.push(sys::CUjit_option::CU_JIT_POSITION_INDEPENDENT_CODE);
-        logs.values.push(null_mut());
-    }
     let mut state: sys::CUlinkState = null_mut();
     // SAFETY: option arrays of `count()` entries whose buffers outlive the link state (`logs` is
     // dropped after `state`, declared later and so dropped first).

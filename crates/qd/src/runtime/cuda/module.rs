@@ -52,7 +52,10 @@ impl CudaDevice {
         let sm = self.props.sm();
         let module = match &self.disk {
             None => {
-                stats.disk = DiskCacheUse::Disabled;
+                // The driver's JIT cache keeps the code unless `CUDA_CACHE_DISABLE` turns it off
+                // (any value but 0, as the driver reads it).
+                let off = std::env::var_os("CUDA_CACHE_DISABLE").is_some_and(|v| !v.is_empty() && v != "0");
+                stats.disk = if off { DiskCacheUse::Disabled } else { DiskCacheUse::Driver };
                 let (module, wall) = jit_load(&text).map_err(drv)?;
                 stats.jit = wall;
                 module

@@ -1,4 +1,4 @@
-//! Device memory through `gpu-allocator` (memory types chosen from the device's properties, small
+//! Device memory (D22) through `gpu-allocator` (memory types chosen from the device's properties, small
 //! buffers sub-allocated from shared blocks): arrays in device-local memory, the parameter blocks and
 //! the staging buffer in host-visible memory, and the host copies of arrays.
 //!

@@ -79,17 +79,17 @@ use crate::runtime::cache::lock;
 use context::{check, Bound, Core, SubgroupChoice, Submit, VkFailure};
 
 use super::disk_cache;
+#[cfg(not(feature = "vulkan"))]
+use super::Error;
 use super::{Device, Result};
 use crate::ir::DType;
 use std::path::PathBuf;
 #[cfg(feature = "vulkan")]
 use std::time::Duration;
-#[cfg(not(feature = "vulkan"))]
-use super::Error;
 use {super::device::Runtime, std::sync::Arc};
 
 /// Environment variable that makes Vulkan host copies go through the staging buffer (`1`).
-pub const STAGING_VAR: &str = "QD_VULKAN_STAGING";
+pub const VULKAN_STAGING_VAR: &str = "QD_VULKAN_STAGING";
 
 /// Settings of a Vulkan device.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -111,7 +111,7 @@ impl VulkanOptions {
     /// `~/.cache/qd`). `QD_VULKAN_STAGING` is on when set to anything but empty or `0`.
     pub fn from_env() -> VulkanOptions {
         VulkanOptions {
-            staging: std::env::var_os(STAGING_VAR).is_some_and(|v| !v.is_empty() && v != "0"),
+            staging: std::env::var_os(VULKAN_STAGING_VAR).is_some_and(|v| !v.is_empty() && v != "0"),
             disk_cache: !disk_cache::disabled_by_env(),
             cache_dir: disk_cache::dir_from_env(),
         }
@@ -229,4 +229,3 @@ impl super::Device {
         Ok(Device::new(name, runtime))
     }
 }
-
