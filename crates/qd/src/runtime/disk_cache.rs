@@ -1,4 +1,5 @@
-//! The on-disk cache of compiled kernels: a second process loads the cubin (CUDA) or the code
+//! The on-disk cache of compiled kernels: a second process loads the cubin (CUDA, opt-in with
+//! `QD_CUDA_CUBIN_CACHE=1`: by default the driver's own JIT cache keeps CUDA code, D23) or the code
 //! object (AMDGPU, `amdgpu/<gfx>/<key>.hsaco`) the first one made instead of running the driver's
 //! PTX JIT (or ROCm's `llc` and `ld.lld`) again; Vulkan keeps its pipeline caches here too
 //! (`vulkan/<uuid>/<key>.pipeline`, see `vulkan/pipeline_cache.rs`).
