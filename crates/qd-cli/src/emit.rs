@@ -114,13 +114,13 @@ pub struct EmitReport {
 /// Writes `<kernel>.<ext>` into `dir` for every built-in kernel. A kernel the target cannot
 /// express gets one line on `log` naming it and the reason, and no file (D10).
 pub fn emit_all(target: &EmitTarget, dir: &Path, log: &mut dyn Write) -> io::Result<EmitReport> {
-    std::fs::create_dir_all(dir)?;
+    std::fs::create_dir_all(dir).map_err(|e| crate::io_error_at(dir, e))?;
     let mut report = EmitReport::default();
     for kernel in builtin::kernels() {
         match emit_kernel(&kernel, target) {
             Ok(text) => {
                 let path = dir.join(format!("{}.{}", kernel.name(), target.extension()));
-                std::fs::write(&path, text)?;
+                std::fs::write(&path, text).map_err(|e| crate::io_error_at(&path, e))?;
                 report.written += 1;
             }
             Err(e) => {

@@ -37,6 +37,9 @@ enum Command {
         /// Device to run on: cpu, cpu:sgN (N = 4, 8, 16, 32, 64), cuda[:N], vulkan[:N].
         #[arg(long, default_value = "cpu")]
         backend: String,
+        /// The emulator's memory model: sequential, or weak (D26; seed 0).
+        #[arg(long, value_enum, default_value = "sequential")]
+        memory: MemoryModel,
     },
     /// Run the conformance suite on a device.
     Conformance {
@@ -55,6 +58,10 @@ enum Command {
         /// Also write `id<TAB>pass|fail|skip<TAB>detail` for every case to this file.
         #[arg(long)]
         report: Option<PathBuf>,
+        /// The emulator's memory model: sequential, or weak (D26: plain stores buffered and loads
+        /// possibly stale, so a missing fence can fail; its random choices follow the seed).
+        #[arg(long, value_enum, default_value = "sequential")]
+        memory: MemoryModel,
     },
     /// Measure the first-launch latency of a small kernel in this process (run it in a fresh
     /// process each time; set QD_CACHE_DISABLE=1 CUDA_CACHE_DISABLE=1 for a cold start).
@@ -100,6 +107,9 @@ enum Command {
         /// How scan blocks pick their tile: ticket (an atomic counter, the default) or blockidx.
         #[arg(long, value_enum, default_value = "ticket")]
         tile_order: BenchTileOrder,
+        /// The emulator's memory model: sequential, or weak (D26; its random choices follow the seed).
+        #[arg(long, value_enum, default_value = "sequential")]
+        memory: MemoryModel,
     },
     /// Write every built-in kernel for a target into a folder.
     Emit {
@@ -110,6 +120,24 @@ enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+}
+
+/// The emulator's memory model (D26), for `--memory`.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum MemoryModel {
+    /// Every access sequentially consistent (the default).
+    Sequential,
+    /// Weak: the `+weak=SEED` suffix of the device name.
+    Weak,
+}
+
+/// The device `backend`, in the weak-memory mode seeded with `seed` when `memory` asks for it
+/// (only the emulator has one: another backend is an `Unavailable` error saying so).
+fn open_device(backend: &str, memory: MemoryModel, seed: u64) -> Result<Device, QdError> {
+    match memory {
+        MemoryModel::Sequential => Device::from_name(backend),
+        MemoryModel::Weak => Device::from_name(&format!("{backend}+weak={seed}")),
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -147,13 +175,13 @@ fn main() -> ExitCode {
             }
         }
         Command::Info { .. } => info(),
-        Command::Tour { backend } => run_tour(&backend),
-        Command::Conformance { backend, filter, list, seed, report } => {
-            run_conformance(&backend, filter.as_deref(), list, seed, report.as_deref())
+        Command::Tour { backend, memory } => run_tour(&backend, memory),
+        Command::Conformance { backend, filter, list, seed, report, memory } => {
+            run_conformance(&backend, filter.as_deref(), list, seed, report.as_deref(), memory)
         }
         Command::Emit { target, out } => run_emit(&target, &out),
         Command::Latency { backend } => run_latency(&backend),
-        Command::Bench { algo, backend, log2n, dtype, reps, warmup, seed, items, block_dim, tile_order } => {
+        Command::Bench { algo, backend, log2n, dtype, reps, warmup, seed, items, block_dim, tile_order, memory } => {
             let algo = match algo {
                 BenchAlgo::Reduce => bench::Algo::Reduce,
                 BenchAlgo::Scan => bench::Algo::Scan,
@@ -179,7 +207,7 @@ fn main() -> ExitCode {
                 order,
                 resident: None,
             };
-            run_bench(&backend, partial, log2n, reps, warmup, seed)
+            run_bench(&backend, memory, partial, log2n, reps, warmup, seed)
         }
     };
     match result {
@@ -239,8 +267,8 @@ fn info() -> io::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn run_tour(backend: &str) -> io::Result<ExitCode> {
-    let device = match Device::from_name(backend) {
+fn run_tour(backend: &str, memory: MemoryModel) -> io::Result<ExitCode> {
+    let device = match open_device(backend, memory, 0) {
         Ok(d) => d,
         Err(e) => return Ok(unavailable(e)),
     };
@@ -254,6 +282,7 @@ fn run_conformance(
     list: bool,
     seed: Option<u64>,
     report: Option<&std::path::Path>,
+    memory: MemoryModel,
 ) -> io::Result<ExitCode> {
     if list {
         let mut out = io::stdout().lock();
@@ -266,7 +295,7 @@ fn run_conformance(
     }
     let seed = seed.unwrap_or_else(runner::random_seed);
     eprintln!("seed: {seed}");
-    let device = match Device::from_name(backend) {
+    let device = match open_device(backend, memory, seed) {
         Ok(d) => d,
         Err(e) => return Ok(unavailable(e)),
     };
@@ -274,11 +303,12 @@ fn run_conformance(
     if cases.is_empty() {
         return Ok(no_match(filter));
     }
-    let mut report_file = report.map(std::fs::File::create).transpose()?.map(io::BufWriter::new);
+    let create = |p: &std::path::Path| std::fs::File::create(p).map_err(|e| qd_cli::io_error_at(p, e));
+    let mut report_file = report.map(create).transpose()?.map(io::BufWriter::new);
     let tally =
         runner::run(&device, cases, &mut io::stdout().lock(), report_file.as_mut().map(|f| f as &mut dyn Write))?;
-    if let Some(f) = report_file.as_mut() {
-        f.flush()?;
+    if let (Some(f), Some(path)) = (report_file.as_mut(), report) {
+        f.flush().map_err(|e| qd_cli::io_error_at(path, e))?;
     }
     if tally.failed > 0 {
         eprintln!("qd: reproduce with --seed {seed}");
@@ -320,6 +350,7 @@ fn run_latency(backend: &str) -> io::Result<ExitCode> {
 
 fn run_bench(
     backend: &str,
+    memory: MemoryModel,
     mut cfg: bench::BenchConfig,
     log2n: Option<u32>,
     reps: Option<u32>,
@@ -330,7 +361,7 @@ fn run_bench(
     eprintln!("seed: {}", cfg.seed);
     let mut devices = Vec::new();
     for name in backend.split(',').map(str::trim) {
-        match Device::from_name(name) {
+        match open_device(name, memory, cfg.seed) {
             Ok(d) => devices.push(d),
             Err(e) => return Ok(unavailable(e)),
         }

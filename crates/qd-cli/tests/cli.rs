@@ -73,6 +73,43 @@ fn an_unavailable_backend_fails() {
 }
 
 #[test]
+fn memory_weak_runs_the_emulator_weakly_and_only_the_emulator() {
+    // D26: the run's seed seeds the weak memory; the device name says so.
+    let o = qd(&[
+        "conformance",
+        "--backend",
+        "cpu:sg32",
+        "--memory",
+        "weak",
+        "--filter",
+        "grid/lookback_scan/i64/n2^12",
+        "--seed",
+        "3",
+    ]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(stdout(&o).lines().last(), Some("1 passed, 0 failed, 0 skipped"));
+    let o = qd(&[
+        "bench",
+        "reduce",
+        "--backend",
+        "cpu:sg8",
+        "--memory",
+        "weak",
+        "--seed",
+        "5",
+        "--log2n",
+        "12",
+        "--reps",
+        "1",
+    ]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("device=cpu:sg8+weak=5 "), "{}", stdout(&o));
+    let o = qd(&["conformance", "--backend", "vulkan:99", "--memory", "weak", "--filter", "grid/"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("only the emulator"), "{}", stderr(&o));
+}
+
+#[test]
 fn tour_passes() {
     let o = qd(&["tour"]);
     let out = stdout(&o);
@@ -206,6 +243,22 @@ fn emit_amdgpu_writes_llvm_ir_and_unknown_targets_fail() {
     let o = qd(&["emit", "--target", "llvm", "--out", dir.to_str().unwrap()]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("unknown target `llvm`"));
+}
+
+/// A file the command cannot write is an error naming its path (issue 12), with exit status 1.
+#[test]
+fn file_errors_name_the_path() {
+    let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let file = tmp.join("cli_not_a_dir");
+    std::fs::write(&file, "a file, not a folder").unwrap();
+    let out = file.join("emit");
+    let o = qd(&["emit", "--target", "ir", "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains(&format!("qd: {}: ", out.display())), "{}", stderr(&o));
+    let report = file.join("report.tsv");
+    let o = qd(&["conformance", "--filter", "examples/reduce4/i32", "--report", report.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains(&format!("qd: {}: ", report.display())), "{}", stderr(&o));
 }
 
 /// `key=value` fields of a `qd bench` summary line.

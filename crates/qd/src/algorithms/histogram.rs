@@ -2,7 +2,7 @@
 //! adds its counts to an accumulator in device memory, and the last block to finish moves the
 //! accumulator to the output and clears it for the next launch.
 
-use super::{check_len, check_out, device_err, Result, Workspace};
+use super::{check_len, check_out, device_err, Result, Tuning, Workspace};
 use crate::ir::SrcLoc;
 use crate::runtime::{Arg, Device, DeviceArray};
 use crate::simt::atomic::atomic_add;
@@ -230,6 +230,19 @@ fn params<T: Sample>(bins: u32, lower: T, upper: T) -> std::result::Result<(Vec<
     Ok((vec![Arg::scalar(lower), Arg::scalar(upper), Arg::scalar(scale), Arg::scalar(range)], width))
 }
 
+/// The kernel a call with `tuning` launches, with its block and items.
+fn kernel<T: Sample>(bins: u32, width: Width, tuning: &Tuning) -> (Kernel, u32, u32) {
+    let (block, items) = tuning.resolve(ITEMS);
+    let key = format!("histogram/{}/{bins}/{width:?}/{block}/{items}", T::DTYPE);
+    (super::cached_kernel(key, || histogram_kernel::<T>(bins, width, block, items)), block, items)
+}
+
+/// The kernel of [`Workspace::histogram_even`] for these bins (`None`: they are invalid).
+pub(crate) fn even_kernel<T: Sample>(bins: u32, lower: T, upper: T, tuning: &Tuning) -> Option<Kernel> {
+    let (_, width) = params(bins, lower, upper).ok()?;
+    Some(kernel::<T>(bins, width, tuning).0)
+}
+
 impl Workspace {
     /// Counts the samples in each of `bins` evenly spaced bins over `[lower, upper)` into
     /// `histogram[0..bins]` (overwritten), in one launch. Bin `b` holds the samples `x` with
@@ -277,9 +290,8 @@ impl Workspace {
         let (scalars, width) =
             params(bins, lower, upper).map_err(|message| super::Error::Invalid { algo: ALGO, message, at })?;
         check_out(ALGO, "histogram", histogram.len(), bins as usize, at)?;
-        let (block, items) = self.tuning.shape(&self.device, ALGO, ITEMS, ITEMS, T::DTYPE.size_bytes(), at)?;
-        let key = format!("histogram/{}/{bins}/{width:?}/{block}/{items}", T::DTYPE);
-        let kernel = super::cached_kernel(key, || histogram_kernel::<T>(bins, width, block, items));
+        self.tuning.check(&self.device, ALGO, at)?;
+        let (kernel, block, items) = kernel::<T>(bins, width, &self.tuning);
         let err = device_err(ALGO, at);
         let resident = self.resident_blocks(&kernel).map_err(&err)?;
         let grid = super::reduce::reduce_grid(n, block, items, resident);

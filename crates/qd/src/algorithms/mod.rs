@@ -168,29 +168,23 @@ pub struct Tuning {
 pub const BLOCK: u32 = 256;
 
 impl Tuning {
-    /// `(block, items)` for an algorithm whose default items are `items_4` for 4-byte and `items_8`
-    /// for 8-byte elements, checked against `device`.
-    fn shape(
-        &self,
-        device: &Device,
-        algo: &'static str,
-        items_4: u32,
-        items_8: u32,
-        elem: usize,
-        at: SrcLoc,
-    ) -> Result<(u32, u32)> {
-        let block = self.block.unwrap_or(BLOCK);
-        let items = self.items.unwrap_or(if elem > 4 { items_8 } else { items_4 });
+    /// `(block, items)` with `default_items` where none is given.
+    fn resolve(&self, default_items: u32) -> (u32, u32) {
+        (self.block.unwrap_or(BLOCK), self.items.unwrap_or(default_items))
+    }
+
+    /// Checks the given block and items against `device`.
+    fn check(&self, device: &Device, algo: &'static str, at: SrcLoc) -> Result<()> {
         let sg = device.subgroup_size();
-        if !(1..=1024).contains(&block) || !block.is_multiple_of(sg) {
+        if let Some(block) = self.block.filter(|b| !(1..=1024).contains(b) || !b.is_multiple_of(sg)) {
             let message =
                 format!("a block of {block} threads: it must be a multiple of the subgroup size ({sg}) up to 1024");
             return Err(Error::Invalid { algo, message, at });
         }
-        if !(1..=64).contains(&items) {
+        if let Some(items) = self.items.filter(|i| !(1..=64).contains(i)) {
             return Err(Error::Invalid { algo, message: format!("{items} items per thread: 1 to 64 are allowed"), at });
         }
-        Ok((block, items))
+        Ok(())
     }
 
     /// The kernel-name suffix of a non-default shape.
@@ -469,24 +463,49 @@ pub fn exclusive_scan<T: Shuffle>(
     Workspace::new(device).scan_at(input, output, op, false, SrcLoc::caller())
 }
 
-/// The algorithms' kernels at their default tuning for i32 and f32 sums (what `qd emit` writes, so
-/// the snapshot tests pin their code and the validators check it).
-pub fn builtin_kernels() -> Vec<Kernel> {
-    let t = Tuning::default();
-    let mut v = vec![
-        reduce::reduce_kernel::<i32>(&Operator::add(), BLOCK, reduce::ITEMS_4),
-        reduce::reduce_kernel::<f64>(&Operator::min(), BLOCK, reduce::ITEMS_8),
-    ];
-    for inclusive in [true, false] {
-        v.push(scan::scan_kernel::<i32>(&Operator::add(), inclusive, BLOCK, scan::ITEMS_4, &t));
+/// The kernels the algorithms launch, by the same constructors (and cache) the calls use: for
+/// `qd emit`, the snapshot tests and reading their code. A call with `tuning` launches exactly
+/// these; the kernel code itself adapts to the target it is traced for (subgroup width, look-back
+/// or fallback, status words).
+///
+/// ```
+/// use qd::algorithms::{kernels, Operator, Tuning};
+/// let k = kernels::scan(&Operator::<i32>::add(), true, &Tuning::default());
+/// assert_eq!(k.name(), "qd_inclusive_scan_add_i32");
+/// ```
+pub mod kernels {
+    use super::{histogram, scan, select, Operator, Predicate, Sample, Tuning};
+    use crate::trace::{Int, Kernel, Scalar, Shuffle};
+
+    /// [`Workspace::reduce`](super::Workspace::reduce)'s kernel.
+    pub fn reduce<T: Shuffle>(op: &Operator<T>, tuning: &Tuning) -> Kernel {
+        super::reduce::kernel(op, tuning).0
     }
-    v.push(scan::scan_kernel::<f64>(&Operator::max(), true, BLOCK, scan::ITEMS_8, &t));
-    v.push(scan::scan_kernel::<i32>(
-        &Operator::add(),
-        true,
-        BLOCK,
-        scan::ITEMS_4,
-        &Tuning { force_fallback: true, ..t },
-    ));
-    v
+
+    /// The kernel of [`Workspace::inclusive_scan`](super::Workspace::inclusive_scan) (or the
+    /// exclusive one).
+    pub fn scan<T: Shuffle>(op: &Operator<T>, inclusive: bool, tuning: &Tuning) -> Kernel {
+        scan::kernel(op, inclusive, tuning).0
+    }
+
+    /// [`Workspace::select_flagged`](super::Workspace::select_flagged)'s kernel for flags of `F`.
+    pub fn select_flagged<T: Scalar, F: Int>(tuning: &Tuning) -> Kernel {
+        select::flagged_kernel::<T, F>(tuning)
+    }
+
+    /// [`Workspace::select_if`](super::Workspace::select_if)'s kernel for `predicate`.
+    pub fn select_if<T: Scalar>(predicate: &Predicate<T>, tuning: &Tuning) -> Kernel {
+        select::if_kernel(predicate, tuning)
+    }
+
+    /// [`Workspace::reduce_by_key`](super::Workspace::reduce_by_key)'s kernel.
+    pub fn reduce_by_key<K: Scalar, V: Shuffle>(op: &Operator<V>, tuning: &Tuning) -> Kernel {
+        super::reduce_by_key::kernel::<K, V>(op, tuning).0
+    }
+
+    /// [`Workspace::histogram_even`](super::Workspace::histogram_even)'s kernel for these bins
+    /// (`None` where the call would refuse them).
+    pub fn histogram_even<T: Sample>(bins: u32, lower: T, upper: T, tuning: &Tuning) -> Option<Kernel> {
+        histogram::even_kernel(bins, lower, upper, tuning)
+    }
 }

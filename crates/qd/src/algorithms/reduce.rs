@@ -1,7 +1,7 @@
 //! Device-wide reduction in one launch: blocks reduce tiles, the last block to finish reduces the
 //! blocks' partials (no look-back, so no forward-progress assumption).
 
-use super::{check_len, check_out, device_err, tile::load_striped, Operator, Result, Workspace};
+use super::{check_len, check_out, device_err, tile::load_striped, Operator, Result, Tuning, Workspace};
 use crate::ir::SrcLoc;
 use crate::runtime::DeviceArray;
 use crate::simt::atomic::atomic_add;
@@ -114,6 +114,13 @@ pub(crate) fn reduce_grid(n: usize, block: u32, items: u32, resident: u32) -> u3
     tiles.div_ceil(per_block) as u32
 }
 
+/// The reduce kernel a call with `tuning` launches, with its block and items.
+pub(crate) fn kernel<T: Shuffle>(op: &Operator<T>, tuning: &Tuning) -> (Kernel, u32, u32) {
+    let (block, items) = tuning.resolve(if T::DTYPE.size_bytes() > 4 { ITEMS_8 } else { ITEMS_4 });
+    let key = format!("reduce/{}/{}/{block}/{items}", T::DTYPE, op.key());
+    (super::cached_kernel(key, || reduce_kernel(op, block, items)), block, items)
+}
+
 impl Workspace {
     /// Writes `op(input[0], ..., input[n-1])` to `out[0]` (the identity when `input` is empty), in
     /// one launch, without reading anything back.
@@ -149,10 +156,8 @@ impl Workspace {
         let n = input.len();
         check_len::<T>(&self.device, ALGO, "input", n, at)?;
         check_out(ALGO, "out", out.len(), 1, at)?;
-        let elem = T::DTYPE.size_bytes();
-        let (block, items) = self.tuning.shape(&self.device, ALGO, ITEMS_4, ITEMS_8, elem, at)?;
-        let key = format!("reduce/{}/{}/{block}/{items}", T::DTYPE, op.key());
-        let kernel = super::cached_kernel(key, || reduce_kernel(op, block, items));
+        self.tuning.check(&self.device, ALGO, at)?;
+        let (kernel, block, items) = kernel::<T>(op, &self.tuning);
         let err = device_err(ALGO, at);
         let resident = self.resident_blocks(&kernel).map_err(&err)?;
         let grid = reduce_grid(n, block, items, resident);

@@ -155,6 +155,21 @@ fn reduce_by_key_kernel<K: Scalar, V: Shuffle>(op: &Operator<V>, block: u32, ite
     })
 }
 
+/// The kernel a call with `tuning` launches, with its block and items.
+pub(crate) fn kernel<K: Scalar, V: Shuffle>(op: &Operator<V>, tuning: &Tuning) -> (Kernel, u32, u32) {
+    let block = tuning.block.unwrap_or(super::BLOCK);
+    let (block, items) = tuning.resolve(default_items(block, K::DTYPE.size_bytes(), V::DTYPE.size_bytes()));
+    let key = format!(
+        "reduce_by_key/{}/{}/{}/{block}/{items}/{:?}/{}",
+        K::DTYPE,
+        V::DTYPE,
+        op.key(),
+        tuning.order,
+        tuning.force_fallback
+    );
+    (super::cached_kernel(key, || reduce_by_key_kernel::<K, V>(op, block, items, tuning)), block, items)
+}
+
 impl Workspace {
     /// For each run of consecutive equal keys in `keys` (compared with `==`: NaN keys are runs of
     /// their own), writes its first key to `unique_keys[r]` and the `op`-reduction of its `values`
@@ -211,25 +226,14 @@ impl Workspace {
         check_out(ALGO, "unique_keys", unique_keys.len(), n, at)?;
         check_out(ALGO, "aggregates", aggregates.len(), n, at)?;
         check_out(ALGO, "num_runs", num_runs.len(), 1, at)?;
-        let block = self.tuning.block.unwrap_or(super::BLOCK);
-        let items = default_items(block, K::DTYPE.size_bytes(), V::DTYPE.size_bytes());
-        let (block, items) = self.tuning.shape(&self.device, ALGO, items, items, V::DTYPE.size_bytes(), at)?;
+        self.tuning.check(&self.device, ALGO, at)?;
         let err = device_err(ALGO, at);
         if n == 0 {
             let mut c = num_runs.to_vec().map_err(&err)?;
             c[0] = 0;
             return num_runs.write(&c).map_err(&err);
         }
-        let tuning = self.tuning;
-        let key = format!(
-            "reduce_by_key/{}/{}/{}/{block}/{items}/{:?}/{}",
-            K::DTYPE,
-            V::DTYPE,
-            op.key(),
-            tuning.order,
-            tuning.force_fallback
-        );
-        let kernel = super::cached_kernel(key, || reduce_by_key_kernel::<K, V>(op, block, items, &tuning));
+        let (kernel, block, items) = kernel::<K, V>(op, &self.tuning);
         let tiles = n.div_ceil((block * items) as usize);
         let [state, ticket, epoch] = self.look_back_args(tiles, 1 + pieces_of::<V>()).map_err(&err)?;
         let args =

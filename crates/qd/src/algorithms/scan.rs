@@ -139,6 +139,19 @@ pub(crate) fn scan_kernel<T: Shuffle>(
     })
 }
 
+/// The scan kernel a call with `tuning` launches, with its block and items.
+pub(crate) fn kernel<T: Shuffle>(op: &Operator<T>, inclusive: bool, tuning: &Tuning) -> (Kernel, u32, u32) {
+    let (block, items) = tuning.resolve(if T::DTYPE.size_bytes() > 4 { ITEMS_8 } else { ITEMS_4 });
+    let key = format!(
+        "scan/{inclusive}/{}/{}/{block}/{items}/{:?}/{}",
+        T::DTYPE,
+        op.key(),
+        tuning.order,
+        tuning.force_fallback
+    );
+    (super::cached_kernel(key, || scan_kernel(op, inclusive, block, items, tuning)), block, items)
+}
+
 impl Workspace {
     /// Writes the inclusive `op`-scan of `input` to `output`: `output[i] = op(input[0], ...,
     /// input[i])`, in one launch.
@@ -202,14 +215,11 @@ impl Workspace {
         let n = input.len();
         check_len::<T>(&self.device, algo, "input", n, at)?;
         check_out(algo, "output", output.len(), n, at)?;
-        let (block, items) = self.tuning.shape(&self.device, algo, ITEMS_4, ITEMS_8, T::DTYPE.size_bytes(), at)?;
+        self.tuning.check(&self.device, algo, at)?;
         if n == 0 {
             return Ok(());
         }
-        let tuning = self.tuning;
-        let key =
-            format!("{algo}/{}/{}/{block}/{items}/{:?}/{}", T::DTYPE, op.key(), tuning.order, tuning.force_fallback);
-        let kernel = super::cached_kernel(key, || scan_kernel(op, inclusive, block, items, &tuning));
+        let (kernel, block, items) = kernel::<T>(op, inclusive, &self.tuning);
         let tiles = n.div_ceil((block * items) as usize);
         let err = device_err(algo, at);
         let [state, ticket, epoch] = self.look_back_args(tiles, pieces_of::<T>()).map_err(&err)?;

@@ -229,6 +229,27 @@ fn select_kernel<T: Scalar>(rule: &Rule<T>, block: u32, items: u32, tuning: &Tun
     })
 }
 
+/// The select kernel a call with `tuning` launches, with its block and items.
+fn kernel<T: Scalar>(rule: &Rule<T>, tuning: &Tuning) -> (Kernel, u32, u32) {
+    let (block, items) = tuning.resolve(if T::DTYPE.size_bytes() > 4 { ITEMS_8 } else { ITEMS_4 });
+    let rule_key = match rule {
+        Rule::Flags(d) => format!("flags:{d}"),
+        Rule::Predicate(p) => p.key(),
+    };
+    let key = format!("select/{}/{rule_key}/{block}/{items}/{:?}/{}", T::DTYPE, tuning.order, tuning.force_fallback);
+    (super::cached_kernel(key, || select_kernel(rule, block, items, tuning)), block, items)
+}
+
+/// The kernel of [`Workspace::select_flagged`] with flags of `F`.
+pub(crate) fn flagged_kernel<T: Scalar, F: Int>(tuning: &Tuning) -> Kernel {
+    kernel::<T>(&Rule::Flags(F::DTYPE), tuning).0
+}
+
+/// The kernel of [`Workspace::select_if`] with `predicate`.
+pub(crate) fn if_kernel<T: Scalar>(predicate: &Predicate<T>, tuning: &Tuning) -> Kernel {
+    kernel::<T>(&Rule::Predicate(predicate.clone()), tuning).0
+}
+
 impl Workspace {
     /// Copies the elements of `input` whose flag is nonzero to the front of `output`, in order, and
     /// writes how many to `count[0]`, in one launch (nothing is read back: the count stays on the
@@ -305,7 +326,7 @@ impl Workspace {
         check_len::<T>(&self.device, algo, "input", n, at)?;
         check_out(algo, "output", output.len(), n, at)?;
         check_out(algo, "count", count.len(), 1, at)?;
-        let (block, items) = self.tuning.shape(&self.device, algo, ITEMS_4, ITEMS_8, T::DTYPE.size_bytes(), at)?;
+        self.tuning.check(&self.device, algo, at)?;
         let err = device_err(algo, at);
         if n == 0 {
             // Nothing to launch: the count is 0 (the other elements of `count` are kept).
@@ -313,14 +334,7 @@ impl Workspace {
             c[0] = 0;
             return count.write(&c).map_err(&err);
         }
-        let tuning = self.tuning;
-        let rule_key = match &rule {
-            Rule::Flags(d) => format!("flags:{d}"),
-            Rule::Predicate(p) => p.key(),
-        };
-        let key =
-            format!("select/{}/{rule_key}/{block}/{items}/{:?}/{}", T::DTYPE, tuning.order, tuning.force_fallback);
-        let kernel = super::cached_kernel(key, || select_kernel(&rule, block, items, &tuning));
+        let (kernel, block, items) = kernel::<T>(&rule, &self.tuning);
         let tiles = n.div_ceil((block * items) as usize);
         let [state, ticket, epoch] = self.look_back_args(tiles, 1).map_err(&err)?;
         let mut args = vec![input.arg()];

@@ -104,12 +104,16 @@ impl<T: Scalar> DeviceArray<T> {
         Ok(self.handle.storage.read_bits()?.into_iter().map(T::from_bits).collect())
     }
 
-    /// Overwrites the contents; `data` must have the array's length.
+    /// Overwrites the contents; `data` must have the array's length (else [`Error::HostCopy`],
+    /// naming the array, both lengths and the caller's line).
+    #[track_caller]
     pub fn write(&self, data: &[T]) -> Result<()> {
         if data.len() != self.len() {
-            return Err(Error::Launch {
-                kernel: "<host copy>".into(),
-                message: format!("writes {} elements into an array of {}", data.len(), self.len()),
+            return Err(Error::HostCopy {
+                array: format!("the {} array of {} elements on {}", T::DTYPE, self.len(), self.handle.device()),
+                expected: self.len(),
+                given: data.len(),
+                at: crate::ir::SrcLoc::caller(),
             });
         }
         self.handle.storage.write_bits(&data.iter().map(|x| x.to_bits()).collect::<Vec<_>>())
