@@ -48,15 +48,14 @@ summary "tour vulkan: exit $?, $(tail -n 1 "$OUT/tour-vulkan.txt")"
 fi
 
 # 2. First-launch latency of a small kernel: cold (no disk cache, no driver cache) and warm (a new
-#    process that loads the cubin from the disk cache). Five fresh processes each.
+#    process whose code the driver's JIT cache holds, the default route of D23, in a fresh cache
+#    folder). Five fresh processes each.
 if want latency; then
-export CUDA_CACHE_DISABLE=1
 cache="$(mktemp -d)"
-for i in 1 2 3 4 5; do QD_CACHE_DISABLE=1 qd latency --backend cuda; done >"$OUT/latency-cold.txt" 2>&1
-QD_CACHE_DIR="$cache" qd latency --backend cuda >"$OUT/latency-store.txt" 2>&1
-for i in 1 2 3 4 5; do QD_CACHE_DIR="$cache" qd latency --backend cuda; done >"$OUT/latency-warm.txt" 2>&1
+for i in 1 2 3 4 5; do QD_CACHE_DISABLE=1 CUDA_CACHE_DISABLE=1 qd latency --backend cuda; done >"$OUT/latency-cold.txt" 2>&1
+CUDA_CACHE_PATH="$cache" qd latency --backend cuda >"$OUT/latency-store.txt" 2>&1
+for i in 1 2 3 4 5; do CUDA_CACHE_PATH="$cache" qd latency --backend cuda; done >"$OUT/latency-warm.txt" 2>&1
 python3 "$HERE/scripts/latency_summary.py" "$OUT/latency-cold.txt" "$OUT/latency-warm.txt" | tee -a "$OUT/summary.txt"
-unset CUDA_CACHE_DISABLE
 fi
 
 # 3. The CUDA and Vulkan test binaries (copied into .gpu/tests), with the devices required.

@@ -155,6 +155,21 @@ conformance_vulkan() {
         die "qd conformance --backend vulkan did not end with 'N passed, 0 failed, K skipped' (log: $log)"
 }
 
+# The Vulkan runtime's staging path (D22): lavapipe's memory is all host-visible, so its copies
+# take the discrete-GPU path only when QD_VULKAN_STAGING=1 forces it. The runtime tests and two
+# conformance groups (examples, atomics: every dtype copied both ways) run with it.
+vulkan_staging() {
+    # --workspace: the features of the "tests" stage, so nothing is rebuilt.
+    QD_VULKAN_STAGING=1 cargo test -q --workspace --test vulkan_runtime --test vulkan_speed ||
+        die "the Vulkan runtime tests failed with QD_VULKAN_STAGING=1"
+    local f
+    for f in examples atomic; do
+        QD_VULKAN_STAGING=1 "$QD" conformance --backend vulkan --filter "$f" | tail -n 1 |
+            grep -Eq '^[0-9]+ passed, 0 failed, [0-9]+ skipped$' ||
+            die "qd conformance --backend vulkan --filter $f failed with QD_VULKAN_STAGING=1"
+    done
+}
+
 # The emulator's weak-memory mode (D26): plain stores buffered per block and loads possibly stale,
 # so a kernel missing a fence can fail. The grid cases (look-back scan, last block done), the
 # device-wide algorithms (`qd::algorithms`: look-back and fallback) and the benchmark's look-back
@@ -181,7 +196,7 @@ no_gpu_features() {
     tree="$(cargo tree -p qd --no-default-features -e normal --prefix none)" ||
         die "cargo tree -p qd --no-default-features failed"
     local leaked
-    leaked="$(grep -E '^(cudarc|ash) ' <<<"$tree" || true)"
+    leaked="$(grep -E '^(cudarc|ash|gpu-allocator) ' <<<"$tree" || true)"
     [[ -z "$leaked" ]] || die "qd --no-default-features still depends on a driver binding: $leaked"
     echo "qd without GPU features: builds, tests and lints clean; no cudarc, no ash"
 }
@@ -208,6 +223,7 @@ stage "weak memory cpu:sg32 (grid cases, look-back kernels)" weak_memory
 stage "conformance vulkan" conformance_vulkan
 # D27: random programs on every emulator width (and worn profile) and on lavapipe, bit for bit.
 stage "difftest (emulators + lavapipe, 30 s)" "$QD" difftest --seconds 30 --backend emulators,vulkan
+stage "vulkan staging path" vulkan_staging
 stage "vulkan validation layers" bash scripts/test-validation.sh
 stage "tour" "$QD" tour
 

@@ -37,6 +37,9 @@ pub struct Latency {
     pub first_launch: Duration,
     /// A second launch of the compiled kernel.
     pub second_launch: Duration,
+    /// The median of [`REPEATS`] more launches of the compiled kernel (same arrays; 5 on the
+    /// emulator): the host's cost of a repeated, synchronous launch of a small kernel.
+    pub repeat_launch: Duration,
     /// Tracing.
     pub trace: Duration,
     /// Lowering (PTX generation).
@@ -56,7 +59,11 @@ impl Latency {
     }
 }
 
-/// Measures one first launch (and a second) of [`saxpy`] on `device`, checking the result.
+/// Launches after the second one that `qd latency` times (their median is `repeat_launch`).
+pub const REPEATS: usize = 201;
+
+/// Measures one first launch (and a second, and [`REPEATS`] more) of [`saxpy`] on `device`,
+/// checking the result.
 pub fn measure(device: &Device) -> Result<Latency, String> {
     let n = 1024;
     let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
@@ -75,10 +82,21 @@ pub fn measure(device: &Device) -> Result<Latency, String> {
     if let Some(i) = (0..n).find(|&i| y[i] != 4.0 * i as f32 + 1.0) {
         return Err(format!("y[{i}] = {}, expected {}", y[i], 4.0 * i as f32 + 1.0));
     }
+    // y = 2x + y again and again: the values grow, the launches do not change.
+    // A few on the emulator, where a launch is the emulator's work, not the host's overhead.
+    let count = if device.target().is_emulated() { 5 } else { REPEATS };
+    let mut repeats = Vec::with_capacity(count);
+    for _ in 0..count {
+        let t = Instant::now();
+        device.launch(&k, &args).map_err(|e| e.to_string())?;
+        repeats.push(t.elapsed());
+    }
+    repeats.sort();
     Ok(Latency {
         device: device.name().to_string(),
         first_launch,
         second_launch,
+        repeat_launch: repeats[count / 2],
         trace: stats.trace,
         lower: stats.lower,
         load: stats.load,
@@ -93,13 +111,14 @@ pub fn report(l: &Latency, out: &mut dyn Write) -> io::Result<()> {
     let disk = match &l.disk {
         DiskCacheUse::NotApplicable => "n/a".to_string(),
         DiskCacheUse::Disabled => "disabled".to_string(),
+        DiskCacheUse::Driver => "driver".to_string(),
         DiskCacheUse::Hit(_) => "hit".to_string(),
         DiskCacheUse::Stored(_) => "stored".to_string(),
         DiskCacheUse::StoreFailed(why) => format!("store-failed({why})"),
     };
     writeln!(
         out,
-        "latency device={} disk={disk} first_launch_ms={} ours_ms={} jit_ms={} trace_ms={} lower_ms={} load_ms={} second_launch_ms={}",
+        "latency device={} disk={disk} first_launch_ms={} ours_ms={} jit_ms={} trace_ms={} lower_ms={} load_ms={} second_launch_ms={} repeat_launch_us={:.2}",
         l.device,
         ms(l.first_launch),
         ms(l.ours()),
@@ -108,6 +127,7 @@ pub fn report(l: &Latency, out: &mut dyn Write) -> io::Result<()> {
         ms(l.lower),
         ms(l.load),
         ms(l.second_launch),
+        l.repeat_launch.as_secs_f64() * 1e6,
     )
 }
 
@@ -321,6 +341,8 @@ pub struct BenchResult {
     pub bytes: u64,
     /// `Ok` when every checked result matched the host's, else what differed.
     pub check: Result<(), String>,
+    /// Registers per thread of the kernel, when the device says (CUDA).
+    pub registers: Option<u32>,
 }
 
 /// One line of `qd bench --json` (and of `bench/cub_bench.cu --json`): what `qd plot` reads.
@@ -425,6 +447,9 @@ impl BenchResult {
         }
         if c.tuning.force_fallback {
             line.push_str(" fallback");
+        }
+        if let Some(r) = self.registers {
+            line.push_str(&format!(" regs={r}"));
         }
         line
     }
@@ -695,7 +720,7 @@ fn run_typed<T: BenchType>(device: &Device, cfg: &BenchConfig, tick: &dyn Fn()) 
             (times, n as u64 * size, check_all("histogram", &got, |i, g| *g == want[i]))
         }
     };
-    Ok(BenchResult { config: cfg.clone(), device: device.name().to_string(), times, bytes, check })
+    Ok(BenchResult { config: cfg.clone(), device: device.name().to_string(), times, bytes, check, registers: None })
 }
 
 #[cfg(test)]
@@ -746,6 +771,7 @@ mod tests {
             times: [4, 1, 3, 2].map(Duration::from_millis).to_vec(),
             bytes: 8 << 20,
             check: Ok(()),
+            registers: None,
         };
         assert_eq!(r.median(), Duration::from_micros(2500));
         assert_eq!(r.min(), Duration::from_millis(1));
@@ -766,7 +792,7 @@ mod tests {
                 ..r.config.clone()
             },
             check: Err("no".into()),
-            ..r
+            ..r.clone()
         };
         assert!(variant.line().ends_with("check=fail items=7 order=blockidx fallback"), "{}", variant.line());
     }

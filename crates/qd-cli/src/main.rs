@@ -86,7 +86,7 @@ enum Command {
         /// bandwidth ceiling of striped loads and stores).
         #[arg(value_enum)]
         algo: BenchAlgo,
-        /// Device to run on.
+        /// Device to run on, or several separated by commas (`cuda,vulkan`).
         #[arg(long, default_value = "cpu")]
         backend: String,
         /// Sizes n = 2^N: `N`, a list `16,20,24`, or a range `16..28` or `16..28:2` (default: 26

@@ -290,7 +290,13 @@ fn pipelines_are_cached_per_kernel_and_compile_stats_recorded() {
     d.launch(&k, &[a.arg(), Arg::scalar(1i32)]).unwrap();
     let first = d.compile_stats().unwrap();
     assert_eq!(first.kernel, "vk_add_scalar");
-    assert_eq!(first.disk, qd::runtime::DiskCacheUse::NotApplicable);
+    // The pipeline's disk cache: lavapipe caches nothing (no file); a GPU driver's data is stored,
+    // or found from an earlier run.
+    use qd::runtime::DiskCacheUse;
+    assert!(
+        matches!(first.disk, DiskCacheUse::NotApplicable | DiskCacheUse::Stored(_) | DiskCacheUse::Hit(_)),
+        "{first:?}"
+    );
     assert!(first.total >= first.trace + first.lower + first.load, "{first:?}");
     assert!(first.load > std::time::Duration::ZERO, "{first:?}");
     // The in-memory cache: no new compile.

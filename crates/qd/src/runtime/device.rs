@@ -10,7 +10,7 @@
 use super::array::{DeviceArray, RuntimeArray};
 use super::cache::{lock, CodeOverrides, KernelCache};
 use super::errors::{Error, Result};
-use super::info::{CompileStats, DeviceInfo};
+use super::info::{CompileStats, DeviceInfo, RuntimeCounters};
 use super::{cpu, launch, Arg, Grid, PtxCode, SpirvCode};
 use crate::backend::Target;
 use crate::ir::{self, DType};
@@ -87,6 +87,11 @@ pub(crate) trait Runtime: Send + Sync {
     fn spirv_overrides(&self) -> Option<&CodeOverrides<SpirvCode>> {
         None
     }
+
+    /// What the runtime has done and holds so far, on a runtime that counts (Vulkan).
+    fn counters(&self) -> Option<RuntimeCounters> {
+        None
+    }
 }
 
 /// A kernel one runtime loaded; the runtime finds its own type again with [`downcast_kernel`].
@@ -106,6 +111,11 @@ pub(crate) trait RuntimeKernel: Any + Send + Sync + std::fmt::Debug {
 
     /// The SPIR-V that was loaded (Vulkan runtime).
     fn spirv(&self) -> Option<&SpirvCode> {
+        None
+    }
+
+    /// Registers per thread of the loaded code, when the driver says (CUDA).
+    fn registers(&self) -> Option<u32> {
         None
     }
 }
@@ -166,6 +176,12 @@ impl CompiledKernel {
     /// The SPIR-V that was loaded (Vulkan devices).
     pub fn spirv(&self) -> Option<&SpirvCode> {
         self.exec.spirv()
+    }
+
+    /// Registers per thread of the code the driver made (CUDA: `CU_FUNC_ATTRIBUTE_NUM_REGS`);
+    /// `None` on other devices.
+    pub fn registers(&self) -> Option<u32> {
+        self.exec.registers()
     }
 }
 
@@ -514,9 +530,10 @@ impl Device {
     ///   just after `cuLaunchKernel` (`cuEventElapsedTime`, about half a microsecond of
     ///   resolution). Argument marshalling, the host's launch call overhead before the first event
     ///   and the wait after the second are outside it.
-    /// * Vulkan: the host clock around the whole launch: parameter-block upload, descriptor set
-    ///   and command buffer recording, submission, and the wait on the fence. Tens of microseconds
-    ///   of host work are included; compare large launches only.
+    /// * Vulkan: the dispatch alone, from two timestamps written just before and just after it in
+    ///   the kernel's command buffer (`vkCmdWriteTimestamp`, the device's `timestampPeriod` of
+    ///   resolution). On a queue without timestamps ([`DeviceInfo::device_timer`] false), the host
+    ///   clock around the whole launch.
     /// * AMDGPU: the host clock around `hipModuleLaunchKernel` and `hipDeviceSynchronize`.
     /// * CPU emulator: the host clock around the emulated launch (the emulator's speed, not a GPU's).
     ///
@@ -561,6 +578,14 @@ impl Device {
     pub fn max_active_blocks_per_multiprocessor(&self, kernel: &Kernel) -> Result<Option<u32>> {
         let compiled = self.compile(kernel)?;
         self.inner.runtime.max_active_blocks(compiled.exec.as_ref())
+    }
+
+    /// What this device's runtime has done and holds so far (launches submitted, command buffers
+    /// recorded, staged copies, device memory reserved), to check that repeated launches reuse what
+    /// they made; `None` on runtimes that do not count (all but Vulkan). Every [`Device`] naming
+    /// the same Vulkan ordinal shares one logical device, so they share the counts.
+    pub fn counters(&self) -> Option<RuntimeCounters> {
+        self.inner.runtime.counters()
     }
 
     /// Checks `args` against the parameters, and that every array lives on this device.

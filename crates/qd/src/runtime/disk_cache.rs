@@ -1,6 +1,8 @@
-//! The on-disk cache of compiled kernels: a second process loads the cubin (CUDA) or the code
+//! The on-disk cache of compiled kernels: a second process loads the cubin (CUDA, opt-in with
+//! `QD_CUDA_CUBIN_CACHE=1`: by default the driver's own JIT cache keeps CUDA code, D23) or the code
 //! object (AMDGPU, `amdgpu/<gfx>/<key>.hsaco`) the first one made instead of running the driver's
-//! PTX JIT (or ROCm's `llc` and `ld.lld`) again.
+//! PTX JIT (or ROCm's `llc` and `ld.lld`) again; Vulkan keeps its pipeline caches here too
+//! (`vulkan/<uuid>/<key>.pipeline`, see `vulkan/pipeline_cache.rs`).
 //!
 //! * Where: `$QD_CACHE_DIR/cuda/sm_XX/<key>.cubin`; without `QD_CACHE_DIR`, `~/.cache/qd`.
 //! * Off: `QD_CACHE_DISABLE=1` (any value but empty or `0`), or [`CudaOptions`](super::CudaOptions).
@@ -13,10 +15,10 @@
 //! The cache is best effort: failing to create the folder or write a file never fails a launch; it
 //! shows in [`CompileStats::disk`](super::CompileStats).
 
-// The cache is used by the CUDA and AMDGPU runtimes; the settings it reads from the environment
+// The cache is used by the CUDA, AMDGPU and Vulkan runtimes; the settings it reads from the environment
 // are part of `CudaOptions`, which every build has. A build without either runtime still compiles
 // it (so the code cannot rot behind a feature), and only there is it unused.
-#![cfg_attr(not(any(feature = "cuda", feature = "amdgpu")), allow(dead_code))]
+#![cfg_attr(not(any(feature = "cuda", feature = "amdgpu", feature = "vulkan")), allow(dead_code))]
 
 use std::io::Write;
 use std::path::Path;
@@ -98,6 +100,12 @@ impl DiskCache {
     pub(crate) fn load(&self, path: &Path) -> Option<Vec<u8>> {
         let bytes = std::fs::read(path).ok()?;
         (bytes.len() > 4 && bytes.starts_with(b"\x7fELF")).then_some(bytes)
+    }
+
+    /// The stored file, whatever it holds (the caller checks it).
+    #[cfg_attr(not(feature = "vulkan"), allow(dead_code))]
+    pub(crate) fn load_bytes(&self, path: &Path) -> Option<Vec<u8>> {
+        std::fs::read(path).ok()
     }
 
     /// Stores `cubin` at `path` atomically (temporary file, then rename).

@@ -27,7 +27,8 @@ pub struct DeviceInfo {
     /// opened (`None`: no limit up to 2^20 iterations); `None` on the CPU emulator and CUDA.
     pub loop_iteration_limit: Option<u64>,
     /// Whether [`Device::launch_timed`](super::Device::launch_timed) measures with the device's
-    /// own timers (CUDA events) rather than the host clock around a synchronous launch.
+    /// own timers (CUDA events, Vulkan timestamps) rather than the host clock around a synchronous
+    /// launch.
     pub device_timer: bool,
     /// Compute capability (major, minor), CUDA only.
     pub compute_capability: Option<(u32, u32)>,
@@ -87,8 +88,12 @@ pub enum DiskCacheUse {
     /// The backend has no disk cache (the CPU emulator).
     #[default]
     NotApplicable,
-    /// Turned off (`QD_CACHE_DISABLE=1`, or no cache folder): the PTX went through the JIT.
+    /// Turned off (`QD_CACHE_DISABLE=1`, or no cache folder; CUDA: `CUDA_CACHE_DISABLE=1`): the
+    /// code was compiled.
     Disabled,
+    /// The code came from the driver's JIT, which keeps its own cache between processes (CUDA by
+    /// default, D23: `CUDA_CACHE_PATH`); [`CompileStats::jit`] is `None` when it was found there.
+    Driver,
     /// The cubin was loaded from this file: no JIT.
     Hit(PathBuf),
     /// A miss: the PTX went through the JIT and the cubin was stored in this file.
@@ -117,4 +122,21 @@ pub struct CompileStats {
     pub disk: DiskCacheUse,
     /// The whole compile, cache lookups included.
     pub total: Duration,
+}
+
+/// What a device's runtime has done and holds so far ([`Device::counters`](super::Device::counters)),
+/// for checking that repeated launches and copies reuse what they made. Vulkan only.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RuntimeCounters {
+    /// Kernel launches submitted (launches with an empty grid submit nothing).
+    pub launches: u64,
+    /// Command buffers recorded for launches: a launch records its kernel's command buffer (and
+    /// points its descriptor set at the arrays) only when its arrays or grid differ from that
+    /// kernel's last launch.
+    pub recordings: u64,
+    /// Pieces of host copies that went through the staging buffer (at most 64 MiB each).
+    pub staged_copies: u64,
+    /// Bytes of device memory the runtime's allocator holds in blocks: arrays, parameter blocks,
+    /// the staging buffer.
+    pub reserved_bytes: u64,
 }

@@ -13,9 +13,10 @@
 //! * CUDA (`cuda`, `cuda:N`, `cuda/`, cargo feature `cuda`): arrays live in GPU memory, kernels are
 //!   PTX from the NVPTX lowering, compiled by the driver's JIT, with an in-memory cache per device
 //!   and a cubin cache on disk shared between processes (`disk_cache.rs`);
-//! * Vulkan (`vulkan`, `vulkan:N`, `vulkan/`, cargo feature `vulkan`): arrays are host-visible
-//!   storage buffers, kernels are SPIR-V from the SPIR-V lowering, compute pipelines cached in
-//!   memory per device;
+//! * Vulkan (`vulkan`, `vulkan:N`, `vulkan/`, cargo feature `vulkan`): arrays are storage buffers
+//!   in device-local memory (`gpu-allocator`), copied through a staging buffer or their mapping,
+//!   kernels are SPIR-V from the SPIR-V lowering, compute pipelines cached in memory per device and
+//!   on disk beside the cubins, each kernel's launch recorded once and resubmitted;
 //! * Metal (`metal`, `metal:0`, `metal/`, cargo feature `metal`, macOS only): arrays are shared
 //!   buffers, kernels are MSL from the MSL printer compiled by Metal; not yet run on Apple hardware;
 //! * AMDGPU (`amdgpu`, `amdgpu:N`, `amdgpu/`, cargo feature `amdgpu`): HIP loaded at run time,
@@ -49,13 +50,13 @@ mod metal;
 mod vulkan;
 
 pub use array::{Arg, ArrayHandle, DeviceArray};
-pub use cuda::{CudaOptions, PtxCode, PtxParam};
+pub use cuda::{CudaOptions, PtxCode, PtxParam, CUBIN_CACHE_VAR};
 pub use device::{CompiledKernel, Device};
 pub use disk_cache::{CACHE_DIR_VAR, CACHE_DISABLE_VAR};
 pub use errors::{Error, Result};
-pub use info::{CompileStats, DeviceInfo, DiskCacheUse};
+pub use info::{CompileStats, DeviceInfo, DiskCacheUse, RuntimeCounters};
 pub use launch::{range_bounds, RANGE_GRID_CAP};
-pub use vulkan::{SpirvCode, SpirvParam};
+pub use vulkan::{SpirvCode, SpirvParam, VulkanOptions, VULKAN_STAGING_VAR};
 
 /// One GPU runtime as device names see it: `<name>` and `<name>:N` open its device `N`.
 pub(crate) struct RuntimeFamily {

@@ -6,11 +6,15 @@
 //!   sequence of driver calls, so a [`Device`](super::Device) can be used from any thread.
 //! * Memory: plain `cuMemAlloc` allocations (no managed memory), synchronous copies.
 //! * Kernels: PTX from the NVPTX lowering (or [`Device::override_ptx`](super::Device::override_ptx)),
-//!   compiled by the driver's JIT and loaded as a module. With the disk cache on (the default) the
-//!   PTX goes through the link API (`cuLinkCreate`/`cuLinkAddData`/`cuLinkComplete`) and the cubin is
-//!   stored (see `disk_cache.rs`); a later process loads the cubin with `cuModuleLoadData` and skips
-//!   the JIT. With it off, the PTX goes straight to `cuModuleLoadDataEx`. Either way a rejected
-//!   module comes back as [`Error::Driver`](crate::runtime::Error::Driver) with the JIT's error log in its message.
+//!   compiled by the driver's JIT and loaded as a module (D23). By default the PTX goes straight to
+//!   `cuModuleLoadDataEx`: whole-program code, which the driver keeps in its own JIT cache
+//!   (`CUDA_CACHE_PATH`, `~/.nv/ComputeCache` by default; `CUDA_CACHE_DISABLE=1` turns it off), so a
+//!   later process gets it without compiling. With qd's cubin cache on ([`CudaOptions::disk_cache`],
+//!   `QD_CUDA_CUBIN_CACHE=1`) the PTX goes through the link API (`cuLinkCreate`/`cuLinkAddData`/
+//!   `cuLinkComplete`) and the cubin is stored (see `disk_cache.rs`); a later process loads the cubin
+//!   with `cuModuleLoadData`: a faster first launch, but relocatable code (more registers; the
+//!   look-back scan 4-6% slower). Either way a rejected module comes back as
+//!   [`Error::Driver`](crate::runtime::Error::Driver) with the JIT's error log in its message.
 //! * Launch: params marshalled per [`PtxParam`] (an array is a u64 device pointer then its u32
 //!   length; a scalar is passed at its natural width, bool as u8), block = the kernel's `block_dim`,
 //!   grid per D1, on the legacy default stream, then `cuCtxSynchronize`: a fault inside the kernel is
@@ -84,10 +88,18 @@ pub enum PtxParam {
     },
 }
 
+/// Environment variable that turns qd's cubin cache on for CUDA (`1`; D23).
+pub const CUBIN_CACHE_VAR: &str = "QD_CUDA_CUBIN_CACHE";
+
 /// Settings of a CUDA device.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CudaOptions {
-    /// Store cubins on disk and load them in later processes (`QD_CACHE_DISABLE=1` turns it off).
+    /// Compile PTX through the link API and keep the cubins in qd's disk cache, so a later process
+    /// loads them (`QD_CUDA_CUBIN_CACHE=1`; off by default, and `QD_CACHE_DISABLE=1` keeps it
+    /// off). The first launch of a cached kernel is faster (0.27 ms against 0.47 ms for a small
+    /// kernel on an H100), but the link API compiles relocatable code: the look-back scan takes 64
+    /// registers instead of 48 and runs 4-6% slower. Off, PTX goes to `cuModuleLoadDataEx`
+    /// (whole-program code), which the driver's own JIT cache keeps between processes (D23).
     pub disk_cache: bool,
     /// The cache folder (`$QD_CACHE_DIR`, else `~/.cache/qd`); `None` with `disk_cache` means no
     /// folder could be found, so nothing is cached.
@@ -95,9 +107,11 @@ pub struct CudaOptions {
 }
 
 impl CudaOptions {
-    /// From the environment: `QD_CACHE_DISABLE` and `QD_CACHE_DIR` (else `~/.cache/qd`).
+    /// From the environment: `QD_CUDA_CUBIN_CACHE` (on when set to anything but empty or `0`),
+    /// `QD_CACHE_DISABLE` (wins over it) and `QD_CACHE_DIR` (else `~/.cache/qd`).
     pub fn from_env() -> CudaOptions {
-        CudaOptions { disk_cache: !disk_cache::disabled_by_env(), cache_dir: disk_cache::dir_from_env() }
+        let cubins = std::env::var_os(CUBIN_CACHE_VAR).is_some_and(|v| !v.is_empty() && v != "0");
+        CudaOptions { disk_cache: cubins && !disk_cache::disabled_by_env(), cache_dir: disk_cache::dir_from_env() }
     }
 }
 

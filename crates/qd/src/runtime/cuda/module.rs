@@ -52,7 +52,10 @@ impl CudaDevice {
         let sm = self.props.sm();
         let module = match &self.disk {
             None => {
-                stats.disk = DiskCacheUse::Disabled;
+                // The driver's JIT cache keeps the code unless `CUDA_CACHE_DISABLE` turns it off
+                // (any value but 0, as the driver reads it).
+                let off = std::env::var_os("CUDA_CACHE_DISABLE").is_some_and(|v| !v.is_empty() && v != "0");
+                stats.disk = if off { DiskCacheUse::Disabled } else { DiskCacheUse::Driver };
                 let (module, wall) = jit_load(&text).map_err(drv)?;
                 stats.jit = wall;
                 module
@@ -179,6 +182,21 @@ pub(crate) struct CudaKernel {
 unsafe impl Send for CudaKernel {}
 // SAFETY: see `Context`.
 unsafe impl Sync for CudaKernel {}
+
+impl CudaKernel {
+    /// Registers per thread of the loaded code (`CU_FUNC_ATTRIBUTE_NUM_REGS`), asked when wanted
+    /// rather than at every load; `None` when the driver does not answer.
+    pub(super) fn registers(&self) -> Option<u32> {
+        self.module.ctx.bind().ok()?;
+        let mut regs: c_int = 0;
+        // SAFETY: a function of this context's loaded module; valid out-pointer.
+        let r = unsafe {
+            sys::cuFuncGetAttribute(&mut regs, sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NUM_REGS, self.func)
+        };
+        check("cuFuncGetAttribute", r).ok()?;
+        Some(regs.max(0) as u32)
+    }
+}
 
 impl std::fmt::Debug for CudaKernel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

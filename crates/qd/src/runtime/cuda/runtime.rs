@@ -119,6 +119,10 @@ impl RuntimeKernel for CudaKernel {
     fn ptx(&self) -> Option<&PtxCode> {
         Some(&self.code)
     }
+
+    fn registers(&self) -> Option<u32> {
+        CudaKernel::registers(self)
+    }
 }
 
 impl RuntimeArray for CudaBuffer {

@@ -1,17 +1,22 @@
 //! The logical device and what every kernel and array on it shares (`Core`: the queue, its
-//! submission state, the pipeline cache, the measured subgroup size), host-visible buffers, the
-//! device handle the runtime holds ([`VulkanDevice`]) and arrays ([`VulkanBuffer`]).
+//! submission state, the allocator, the measured subgroup size), the device handle the runtime
+//! holds ([`VulkanDevice`]) and how one submission runs ([`Submit`]).
 
 use super::device::{Features, Props};
 use super::launch::VulkanKernel;
-use super::{instance, probe, SpirvCode};
+use super::memory::{Memory, VulkanBuffer};
+use super::{instance, probe, SpirvCode, VulkanOptions, DEFAULT_LAUNCH_TIMEOUT};
 use crate::backend::spirv;
 use crate::ir::{self, DType};
 use crate::runtime::cache::{lock, CodeOverrides};
-use crate::runtime::{CompileStats, Error, Result};
+use crate::runtime::disk_cache::DiskCache;
+use crate::runtime::{CompileStats, Error, Result, RuntimeCounters};
 use ash::vk;
+use gpu_allocator::vulkan::Allocator;
+use std::mem::ManuallyDrop;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// A failed Vulkan call: its name and the result.
 #[derive(Clone, Debug)]
@@ -47,45 +52,155 @@ pub(crate) struct SubgroupChoice {
     pub(super) required: Option<u32>,
 }
 
-/// Host-visible memory holding one buffer, mapped for its life.
-pub(super) struct HostBuffer {
-    pub(super) buffer: vk::Buffer,
-    pub(super) memory: vk::DeviceMemory,
-    pub(super) ptr: *mut u8,
-    /// Bytes allocated (at least the bytes asked for).
-    pub(super) size: u64,
-}
-
-/// What one submission at a time uses: the queue and its command buffer, fence, descriptor pool and
-/// parameter block. Behind the device's mutex, which also orders host copies with launches.
+/// What one submission at a time uses: the queue, the command buffer of host copies, the fence,
+/// the timestamp queries and the staging buffer. Behind the device's mutex, which also orders host
+/// copies with launches: every submission is waited for before the lock is released.
 pub(super) struct Submit {
     pub(super) queue: vk::Queue,
     pub(super) pool: vk::CommandPool,
+    /// The command buffer of copies and fills (kernels record their own).
     pub(super) cmd: vk::CommandBuffer,
     pub(super) fence: vk::Fence,
-    pub(super) desc_pool: vk::DescriptorPool,
-    /// Storage-buffer descriptors `desc_pool` holds (one set at a time).
-    pub(super) desc_capacity: u32,
-    pub(super) params: Option<HostBuffer>,
+    /// Two timestamps, written around every dispatch; null when the queue has no timestamps.
+    pub(super) timestamps: vk::QueryPool,
+    /// The staging buffer of host copies ([`memory::STAGING_BYTES`](super::memory::STAGING_BYTES)),
+    /// made on first use.
+    pub(super) staging: Option<Memory>,
     /// Why the queue can no longer be used (a launch that timed out, a lost device).
     pub(super) wedged: Option<String>,
 }
 
-// SAFETY: the mapped pointer is only used under the device's mutex; handles may move threads.
-unsafe impl Send for Submit {}
+impl Submit {
+    /// An error when the queue can no longer be used.
+    pub(super) fn usable(&self, props: &Props) -> std::result::Result<(), VkFailure> {
+        match &self.wedged {
+            Some(why) => {
+                Err(VkFailure { call: "vkQueueSubmit", message: format!("{} is unusable: {why}", props.label()) })
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Records `record` into the copy command buffer, followed by the barrier every submission ends
+    /// with, then submits it and waits. `what` names the work in a timeout's message.
+    pub(super) fn run(
+        &mut self,
+        core: &Core,
+        what: &str,
+        record: impl FnOnce(&ash::Device, vk::CommandBuffer),
+    ) -> std::result::Result<(), VkFailure> {
+        let d = &core.device;
+        let cmd = self.cmd;
+        // SAFETY: the command buffer is not pending (every submission is waited for under the lock).
+        unsafe {
+            check("vkResetCommandBuffer", d.reset_command_buffer(cmd, vk::CommandBufferResetFlags::empty()))?;
+            let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+            check("vkBeginCommandBuffer", d.begin_command_buffer(cmd, &begin))?;
+            record(d, cmd);
+            end_barrier(d, cmd);
+            check("vkEndCommandBuffer", d.end_command_buffer(cmd))?;
+        }
+        self.submit_wait(d, cmd, what)
+    }
+
+    /// Submits a recorded command buffer and waits for it (at most `QD_VULKAN_TIMEOUT_S` seconds: a
+    /// submission still running then cannot be stopped, so the device is marked unusable).
+    pub(super) fn submit_wait(
+        &mut self,
+        d: &ash::Device,
+        cmd: vk::CommandBuffer,
+        what: &str,
+    ) -> std::result::Result<(), VkFailure> {
+        let cmds = [cmd];
+        let submit = [vk::SubmitInfo::default().command_buffers(&cmds)];
+        // SAFETY: the fence is not in use (the last submission was waited for); `cmd` is
+        // recorded and not pending. Host writes made before the submission are visible to it
+        // (coherent memory).
+        unsafe {
+            check("vkResetFences", d.reset_fences(&[self.fence]))?;
+            check("vkQueueSubmit", d.queue_submit(self.queue, &submit, self.fence)).inspect_err(|e| {
+                if e.message.starts_with("ERROR_DEVICE_LOST") {
+                    self.wedged = Some("the device was lost".into());
+                }
+            })?;
+            let timeout = launch_timeout();
+            match d.wait_for_fences(&[self.fence], true, timeout.as_nanos().min(u64::MAX as u128) as u64) {
+                Ok(()) => Ok(()),
+                Err(vk::Result::TIMEOUT) => {
+                    let why = format!(
+                        "{what} did not finish within {} s (QD_VULKAN_TIMEOUT_S); a running kernel cannot be stopped, \
+                         so the device is unusable for the rest of this process",
+                        timeout.as_secs()
+                    );
+                    self.wedged = Some(why.clone());
+                    Err(VkFailure { call: "vkWaitForFences", message: format!("TIMEOUT: {why}") })
+                }
+                Err(e) => {
+                    if e == vk::Result::ERROR_DEVICE_LOST {
+                        self.wedged = Some(format!("the device was lost while {what} ran"));
+                    }
+                    Err(VkFailure::new("vkWaitForFences", e))
+                }
+            }
+        }
+    }
+}
+
+/// The barrier every submission ends with: what it wrote (shaders or copies) is available and
+/// visible to what comes next, later submissions (kernels, copies) and the host alike, and later
+/// writes wait for its reads.
+pub(super) unsafe fn end_barrier(d: &ash::Device, cmd: vk::CommandBuffer) {
+    // SAFETY: the caller upholds this function's contract (its doc comment).
+    unsafe {
+        let barrier = vk::MemoryBarrier::default()
+            .src_access_mask(vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE)
+            .dst_access_mask(
+                vk::AccessFlags::SHADER_READ
+                    | vk::AccessFlags::SHADER_WRITE
+                    | vk::AccessFlags::TRANSFER_READ
+                    | vk::AccessFlags::TRANSFER_WRITE
+                    | vk::AccessFlags::HOST_READ,
+            );
+        d.cmd_pipeline_barrier(
+            cmd,
+            vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER,
+            vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER | vk::PipelineStageFlags::HOST,
+            vk::DependencyFlags::empty(),
+            &[barrier],
+            &[],
+            &[],
+        );
+    }
+}
+
+/// The launch timeout: `QD_VULKAN_TIMEOUT_S` seconds, else 60.
+fn launch_timeout() -> Duration {
+    std::env::var("QD_VULKAN_TIMEOUT_S")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .filter(|&s| s > 0)
+        .map(Duration::from_secs)
+        .unwrap_or(DEFAULT_LAUNCH_TIMEOUT)
+}
 
 /// A logical device and what every kernel and array on it shares.
 pub(super) struct Core {
     pub(super) device: ash::Device,
     pub(super) props: Props,
     pub(super) features: Features,
-    pub(super) memory: vk::PhysicalDeviceMemoryProperties,
     pub(super) queue_family: u32,
+    /// The in-memory pipeline cache of kernels loaded without the disk cache.
     pub(super) pipeline_cache: vk::PipelineCache,
+    /// Device memory. Dropped by hand before the device (or leaked with it, when wedged).
+    pub(super) allocator: ManuallyDrop<Mutex<Allocator>>,
     pub(super) subgroup: OnceLock<SubgroupChoice>,
     /// What the loop probe found: the iterations after which loops end, if they do.
     pub(super) loop_limit: OnceLock<std::result::Result<Option<u64>, String>>,
     pub(super) submit: Mutex<Submit>,
+    /// Launches and recordings so far, for [`Device::counters`](crate::runtime::Device::counters).
+    pub(super) launches: AtomicU64,
+    pub(super) recordings: AtomicU64,
+    pub(super) staged_copies: AtomicU64,
 }
 
 impl Drop for Core {
@@ -96,27 +211,21 @@ impl Drop for Core {
             return;
         }
         // SAFETY: every array and kernel holds an `Arc<Core>`, so none is left; the queue is idle
-        // after the wait; destroying null handles is allowed.
+        // after the wait; destroying null handles is allowed; the allocator frees its blocks
+        // before the device goes.
         unsafe {
             let _ = self.device.device_wait_idle();
-            if let Some(p) = s.params.take() {
-                free_host_buffer(&self.device, &p);
-            }
-            self.device.destroy_descriptor_pool(s.desc_pool, None);
+            let mut staging = s.staging.take();
+            self.device.destroy_query_pool(s.timestamps, None);
             self.device.destroy_fence(s.fence, None);
             self.device.destroy_command_pool(s.pool, None);
+            if let Some(m) = staging.as_mut() {
+                self.free_memory(m);
+            }
+            ManuallyDrop::drop(&mut self.allocator);
             self.device.destroy_pipeline_cache(self.pipeline_cache, None);
             self.device.destroy_device(None);
         }
-    }
-}
-
-/// Frees a host buffer. It must not be in use by a pending submission.
-pub(super) unsafe fn free_host_buffer(device: &ash::Device, b: &HostBuffer) {
-    // SAFETY: the caller guarantees the buffer is idle (this function's contract).
-    unsafe {
-        device.destroy_buffer(b.buffer, None);
-        device.free_memory(b.memory, None);
     }
 }
 
@@ -129,12 +238,15 @@ pub(crate) struct VulkanDevice {
     /// SPIR-V given through `Device::override_spirv`, by kernel name. Per `VulkanDevice`, so per
     /// `Device`, though the logical device is shared.
     pub(super) spirv_overrides: CodeOverrides<SpirvCode>,
+    pub(super) options: VulkanOptions,
+    /// The pipeline cache on disk, unless turned off.
+    pub(super) disk: Option<DiskCache>,
 }
 
 impl VulkanDevice {
     /// Opens device `ordinal` (or reuses this process's logical device for it), or says why it
     /// cannot be used.
-    pub(crate) fn open(ordinal: u32) -> std::result::Result<VulkanDevice, String> {
+    pub(crate) fn open(ordinal: u32, options: &VulkanOptions) -> std::result::Result<VulkanDevice, String> {
         let v = instance::vk()?;
         let count = v.physical.len() as u32;
         if ordinal >= count {
@@ -143,9 +255,16 @@ impl VulkanDevice {
                 count - 1
             ));
         }
+        let disk = options.cache_dir.clone().filter(|_| options.disk_cache).map(DiskCache::new);
+        let dev = |core| VulkanDevice {
+            core,
+            spirv_overrides: CodeOverrides::new(),
+            options: options.clone(),
+            disk: disk.clone(),
+        };
         let mut open = lock(&OPEN);
         if let Some(core) = open.iter().find(|(o, _)| *o == ordinal).and_then(|(_, w)| w.upgrade()) {
-            return Ok(VulkanDevice { core, spirv_overrides: CodeOverrides::new() });
+            return Ok(dev(core));
         }
         let core = Arc::new(Core::create(v, ordinal)?);
         let choice = probe::measure(&core);
@@ -153,7 +272,7 @@ impl VulkanDevice {
         let _ = core.loop_limit.set(probe::loop_limit(&core));
         open.retain(|(_, w)| w.strong_count() > 0);
         open.push((ordinal, Arc::downgrade(&core)));
-        Ok(VulkanDevice { core, spirv_overrides: CodeOverrides::new() })
+        Ok(dev(core))
     }
 
     /// What the driver says about the device.
@@ -197,37 +316,43 @@ impl VulkanDevice {
         Arc::ptr_eq(&self.core, &b.core)
     }
 
-    /// A new array of `len` elements of `dtype`: zeroed, or copied from `init` (`len` elements).
+    /// A new array of `len` elements of `dtype` in device memory: zeroed, or copied from `init`
+    /// (`len` elements).
     pub(crate) fn alloc_buffer(
         &self,
         dtype: DType,
         len: usize,
         init: Option<&[u8]>,
     ) -> std::result::Result<VulkanBuffer, VkFailure> {
-        let bytes = (len as u64).checked_mul(dtype.size_bytes() as u64).ok_or_else(|| VkFailure {
-            call: "vkCreateBuffer",
-            message: format!("{len} elements of {dtype} overflow a 64-bit size"),
-        })?;
-        let mem = self.core.alloc_host_buffer(bytes)?;
-        let buf = VulkanBuffer { core: self.core.clone(), mem, len, dtype };
-        if let Some(data) = init {
-            buf.write(data)?;
-        }
-        Ok(buf)
+        self.core.alloc_array(dtype, len, init, self.options.staging)
     }
 
     /// Loads a kernel: checks the module against the kernel and the device's limits, then creates
-    /// its shader module, layouts and compute pipeline. Fills the load part of `stats`.
+    /// its shader module, layouts and compute pipeline (through the disk cache when it is on) and
+    /// its launch resources. Fills the load and disk parts of `stats`.
     pub(crate) fn load(&self, kernel: ir::Kernel, code: SpirvCode, stats: &mut CompileStats) -> Result<VulkanKernel> {
         let start = Instant::now();
-        let k = self.core.load(kernel, code, &self.subgroup())?;
+        let k = self.core.load(kernel, code, &self.subgroup(), self.disk.as_ref(), &mut stats.disk)?;
         stats.load = start.elapsed();
         Ok(k)
     }
 
-    /// Launches `k` on `grid` workgroups with already checked `args` and waits for it.
-    pub(crate) fn run(&self, k: &VulkanKernel, grid: u32, args: &[Bound<'_>]) -> Result<()> {
-        self.core.launch(k, grid, args)
+    /// Launches `k` on `grid` workgroups with already checked `args` and waits for it; with
+    /// `timed`, returns the time between the timestamps around its dispatch (when the queue has
+    /// timestamps).
+    pub(crate) fn run(&self, k: &VulkanKernel, grid: u32, args: &[Bound<'_>], timed: bool) -> Result<Option<Duration>> {
+        self.core.launch(k, grid, args, timed)
+    }
+
+    /// What this logical device has done and holds so far.
+    pub(crate) fn counters(&self) -> RuntimeCounters {
+        let c = &self.core;
+        RuntimeCounters {
+            launches: c.launches.load(Ordering::Relaxed),
+            recordings: c.recordings.load(Ordering::Relaxed),
+            staged_copies: c.staged_copies.load(Ordering::Relaxed),
+            reserved_bytes: c.reserved_bytes(),
+        }
     }
 }
 
@@ -260,154 +385,5 @@ impl Core {
     pub(super) fn required_size(&self, sg: u32) -> Option<u32> {
         let c = self.props.size_control?;
         (self.features.size_control && c.compute && c.min <= sg && sg <= c.max).then_some(sg)
-    }
-
-    /// A host-visible, coherent, mapped and zeroed buffer of at least `bytes` bytes (16 at least, a
-    /// multiple of 16). Device-local memory types are tried first.
-    pub(super) fn alloc_host_buffer(&self, bytes: u64) -> std::result::Result<HostBuffer, VkFailure> {
-        let size = bytes.max(16).div_ceil(16) * 16;
-        let max = self.props.limits.max_alloc;
-        if max > 0 && size > max {
-            return Err(VkFailure {
-                call: "vkAllocateMemory",
-                message: format!("{size} bytes exceed {}'s maxMemoryAllocationSize of {max} bytes", self.props.label()),
-            });
-        }
-        let d = &self.device;
-        let info = vk::BufferCreateInfo::default()
-            .size(size)
-            .usage(
-                vk::BufferUsageFlags::STORAGE_BUFFER
-                    | vk::BufferUsageFlags::TRANSFER_SRC
-                    | vk::BufferUsageFlags::TRANSFER_DST,
-            )
-            .sharing_mode(vk::SharingMode::EXCLUSIVE);
-        // SAFETY: a valid create info.
-        let buffer = check("vkCreateBuffer", unsafe { d.create_buffer(&info, None) })?;
-        // SAFETY: a buffer of this device.
-        let reqs = unsafe { d.get_buffer_memory_requirements(buffer) };
-        let want = vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT;
-        let types = &self.memory.memory_types[..self.memory.memory_type_count as usize];
-        let mut candidates: Vec<u32> = (0..types.len() as u32)
-            .filter(|&i| reqs.memory_type_bits & (1 << i) != 0 && types[i as usize].property_flags.contains(want))
-            .collect();
-        candidates.sort_by_key(|&i| !types[i as usize].property_flags.contains(vk::MemoryPropertyFlags::DEVICE_LOCAL));
-        let mut last = VkFailure {
-            call: "vkAllocateMemory",
-            message: format!(
-                "{} has no host-visible, host-coherent memory type for storage buffers",
-                self.props.label()
-            ),
-        };
-        for ty in candidates {
-            let alloc = vk::MemoryAllocateInfo::default().allocation_size(reqs.size).memory_type_index(ty);
-            // SAFETY: a memory type the buffer accepts.
-            match unsafe { d.allocate_memory(&alloc, None) } {
-                Ok(memory) => {
-                    // SAFETY: fresh memory of the buffer's requirements, mapped whole; it is
-                    // host-visible, and zeroed before anyone reads it.
-                    let mapped = unsafe {
-                        check("vkBindBufferMemory", d.bind_buffer_memory(buffer, memory, 0)).and_then(|()| {
-                            check("vkMapMemory", d.map_memory(memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty()))
-                        })
-                    };
-                    return match mapped {
-                        Ok(ptr) => {
-                            // SAFETY: the mapping holds `reqs.size >= size` bytes.
-                            unsafe { std::ptr::write_bytes(ptr as *mut u8, 0, size as usize) };
-                            Ok(HostBuffer { buffer, memory, ptr: ptr as *mut u8, size })
-                        }
-                        Err(e) => {
-                            // SAFETY: unused objects of this device.
-                            unsafe {
-                                free_host_buffer(d, &HostBuffer { buffer, memory, ptr: std::ptr::null_mut(), size })
-                            };
-                            Err(e)
-                        }
-                    };
-                }
-                Err(e) => last = VkFailure::new("vkAllocateMemory", e),
-            }
-        }
-        // SAFETY: unused buffer of this device.
-        unsafe { d.destroy_buffer(buffer, None) };
-        Err(last)
-    }
-}
-
-/// An array in host-visible device memory.
-pub(crate) struct VulkanBuffer {
-    pub(super) core: Arc<Core>,
-    pub(super) mem: HostBuffer,
-    pub(crate) len: usize,
-    pub(crate) dtype: DType,
-}
-
-// SAFETY: the mapping is only read or written under the device's mutex (`read`, `write`) or by
-// kernels the runtime waits for; Vulkan handles may be used from any thread.
-unsafe impl Send for VulkanBuffer {}
-// SAFETY: as above.
-unsafe impl Sync for VulkanBuffer {}
-
-impl std::fmt::Debug for VulkanBuffer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "VulkanBuffer(vulkan:{}, {}[{}])", self.core.props.ordinal, self.dtype, self.len)
-    }
-}
-
-impl VulkanBuffer {
-    /// The device's ordinal.
-    pub(crate) fn ordinal(&self) -> u32 {
-        self.core.props.ordinal
-    }
-
-    pub(super) fn bytes(&self) -> usize {
-        self.len * self.dtype.size_bytes()
-    }
-
-    pub(super) fn usable(&self, s: &Submit) -> std::result::Result<(), VkFailure> {
-        match &s.wedged {
-            Some(why) => Err(VkFailure {
-                call: "vkMapMemory",
-                message: format!("{} is unusable: {why}", self.core.props.label()),
-            }),
-            None => Ok(()),
-        }
-    }
-
-    /// Copies the contents to the host.
-    pub(crate) fn read(&self) -> std::result::Result<Vec<u8>, VkFailure> {
-        let s = lock(&self.core.submit);
-        self.usable(&s)?;
-        let mut out = vec![0u8; self.bytes()];
-        // SAFETY: the mapping holds at least `bytes()` bytes; no kernel runs (the lock is held and
-        // launches wait for completion under it).
-        unsafe { std::ptr::copy_nonoverlapping(self.mem.ptr, out.as_mut_ptr(), out.len()) };
-        Ok(out)
-    }
-
-    /// Overwrites the contents; `data` has `bytes()` bytes.
-    pub(crate) fn write(&self, data: &[u8]) -> std::result::Result<(), VkFailure> {
-        if data.len() != self.bytes() {
-            return Err(VkFailure {
-                call: "<host copy>",
-                message: format!("{} bytes for an array of {} bytes", data.len(), self.bytes()),
-            });
-        }
-        let s = lock(&self.core.submit);
-        self.usable(&s)?;
-        // SAFETY: as in `read`.
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.mem.ptr, data.len()) };
-        Ok(())
-    }
-}
-
-impl Drop for VulkanBuffer {
-    fn drop(&mut self) {
-        if lock(&self.core.submit).wedged.is_some() {
-            return;
-        }
-        // SAFETY: launches wait for completion and hold the array while they run.
-        unsafe { free_host_buffer(&self.core.device, &self.mem) };
     }
 }

@@ -2,11 +2,13 @@
 //! operations), what qd needs (Vulkan 1.1, compute subgroups, `shaderInt64`), and the optional
 //! features it enables where they exist.
 
-use super::{check, instance, launch::create_descriptor_pool, Core, Submit, VkFailure};
+use super::{check, instance, memory, Core, Submit, VkFailure};
 use crate::backend::spirv;
 use ash::vk;
 use instance::{version_text, MIN_API};
 use std::ffi::{CStr, CString};
+use std::mem::ManuallyDrop;
+use std::sync::atomic::AtomicU64;
 use std::sync::{Mutex, OnceLock};
 
 /// The optional device features qd uses, as found (and then enabled).
@@ -123,6 +125,16 @@ pub(crate) struct Props {
     pub(crate) memory_bytes: u64,
     /// The highest SPIR-V version (`0x00010300` for 1.3) the device accepts.
     pub(super) spirv_max: u32,
+    /// `vendorID`, `deviceID`, `driverVersion` and `pipelineCacheUUID`: what a pipeline cache
+    /// belongs to.
+    pub(super) vendor_id: u32,
+    pub(super) device_id: u32,
+    pub(super) driver_version: u32,
+    pub(super) cache_uuid: [u8; 16],
+    /// Nanoseconds per timestamp tick.
+    pub(super) timestamp_period: f32,
+    /// Valid bits of the compute queue's timestamps (0: it has none).
+    pub(super) timestamp_bits: u32,
 }
 
 impl Props {
@@ -393,8 +405,8 @@ impl Core {
             .map_err(|e| format!("{label}: vkCreateDevice failed: {e:?}: {e}"))?;
 
         // SAFETY: as above.
-        let memory = unsafe { inst.get_physical_device_memory_properties(pd) };
-        let memory_bytes = memory.memory_heaps[..memory.memory_heap_count as usize]
+        let mem_props = unsafe { inst.get_physical_device_memory_properties(pd) };
+        let memory_bytes = mem_props.memory_heaps[..mem_props.memory_heap_count as usize]
             .iter()
             .filter(|h| h.flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL))
             .map(|h| h.size)
@@ -436,16 +448,31 @@ impl Core {
             },
             memory_bytes,
             spirv_max,
+            vendor_id: base.vendor_id,
+            device_id: base.device_id,
+            driver_version: base.driver_version,
+            cache_uuid: base.pipeline_cache_uuid,
+            timestamp_period: l.timestamp_period,
+            // Timestamps need `timestampComputeAndGraphics` or a queue that says it has them.
+            timestamp_bits: families[queue_family as usize].timestamp_valid_bits,
         };
         // SAFETY: a queue this device was created with.
         let queue = unsafe { device.get_device_queue(queue_family, 0) };
+        let allocator = match memory::allocator(inst, &device, pd) {
+            Ok(a) => a,
+            Err(e) => {
+                // SAFETY: nothing was made on the device yet.
+                unsafe { device.destroy_device(None) };
+                return Err(format!("{label}: {e}"));
+            }
+        };
         let core = Core {
             device,
             props,
             features,
-            memory,
             queue_family,
             pipeline_cache: vk::PipelineCache::null(),
+            allocator: ManuallyDrop::new(Mutex::new(allocator)),
             subgroup: OnceLock::new(),
             loop_limit: OnceLock::new(),
             submit: Mutex::new(Submit {
@@ -453,17 +480,20 @@ impl Core {
                 pool: vk::CommandPool::null(),
                 cmd: vk::CommandBuffer::null(),
                 fence: vk::Fence::null(),
-                desc_pool: vk::DescriptorPool::null(),
-                desc_capacity: 0,
-                params: None,
+                timestamps: vk::QueryPool::null(),
+                staging: None,
                 wedged: None,
             }),
+            launches: AtomicU64::new(0),
+            recordings: AtomicU64::new(0),
+            staged_copies: AtomicU64::new(0),
         };
         core.init_submit().map_err(|e| format!("{label}: {} failed: {}", e.call, e.message))
     }
 
-    /// Creates the pipeline cache, command pool and buffer, fence and descriptor pool. On failure
-    /// the `Core` is dropped, which destroys what was made.
+    /// Creates the in-memory pipeline cache, the command pool and the copies' command buffer, the
+    /// fence and the timestamp queries. On failure the `Core` is dropped, which destroys what was
+    /// made.
     pub(super) fn init_submit(mut self) -> std::result::Result<Core, VkFailure> {
         let d = &self.device;
         // SAFETY: valid create infos on a live device.
@@ -490,9 +520,10 @@ impl Core {
                 ),
             )?[0];
             s.fence = check("vkCreateFence", d.create_fence(&vk::FenceCreateInfo::default(), None))?;
-            let (pool, capacity) = create_descriptor_pool(d, 16)?;
-            s.desc_pool = pool;
-            s.desc_capacity = capacity;
+            if self.props.timestamp_bits > 0 && self.props.timestamp_period > 0.0 {
+                let info = vk::QueryPoolCreateInfo::default().query_type(vk::QueryType::TIMESTAMP).query_count(2);
+                s.timestamps = check("vkCreateQueryPool", d.create_query_pool(&info, None))?;
+            }
         }
         Ok(self)
     }

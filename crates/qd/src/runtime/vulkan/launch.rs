@@ -1,17 +1,25 @@
 //! Kernels and launches: checking a SPIR-V module against its kernel and the device, building its
-//! compute pipeline, and running it (the parameter block, descriptors, dispatch, fence wait).
+//! compute pipeline (through the disk cache, `pipeline_cache.rs`), and running it.
+//!
+//! Each kernel owns what its launches need, made once when it is loaded: a parameter block in
+//! host-visible memory, a descriptor set and a command buffer. A launch writes the parameter block
+//! and submits the recorded command buffer; it records again (descriptors and commands) only when
+//! its arrays or its grid differ from the kernel's last launch. So a repeated launch allocates no
+//! Vulkan object and records nothing.
 
+use super::context::end_barrier;
 use super::device::Props;
 use super::instance::version_text;
-use super::{
-    check, free_host_buffer, lock, Bound, Core, SpirvCode, SpirvParam, SubgroupChoice, VkFailure,
-    DEFAULT_LAUNCH_TIMEOUT, SPIRV_MAGIC,
-};
+use super::memory::Memory;
+use super::{check, lock, Bound, Core, SpirvCode, SpirvParam, SubgroupChoice, VkFailure, SPIRV_MAGIC};
 use crate::ir::{self, Param};
-use crate::runtime::{Error, Result};
+use crate::runtime::disk_cache::DiskCache;
+use crate::runtime::{DiskCacheUse, Error, Result};
 use ash::vk;
+use gpu_allocator::MemoryLocation;
 use std::ffi::CString;
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 impl Core {
@@ -21,6 +29,8 @@ impl Core {
         kernel: ir::Kernel,
         code: SpirvCode,
         sg: &SubgroupChoice,
+        disk: Option<&DiskCache>,
+        disk_use: &mut DiskCacheUse,
     ) -> Result<VulkanKernel> {
         let name = kernel.name.clone();
         check_abi(&kernel, &code)?;
@@ -67,6 +77,25 @@ impl Core {
             .map_err(|_| launch_err("the SPIR-V entry name contains a NUL byte".into()))?;
         let drv = |e: VkFailure| e.into_error(&name);
         let d = &self.device;
+        // The launch resources first: the kernel's drop frees whatever was made if a later step fails.
+        let params = self
+            .alloc_memory(8 * code.params.len().max(1) as u64, MemoryLocation::CpuToGpu, "qd parameter block")
+            .map_err(drv)?;
+        let cmd = {
+            let s = lock(&self.submit);
+            // SAFETY: the pool is only used under the submission lock.
+            unsafe {
+                check(
+                    "vkAllocateCommandBuffers",
+                    d.allocate_command_buffers(
+                        &vk::CommandBufferAllocateInfo::default()
+                            .command_pool(s.pool)
+                            .level(vk::CommandBufferLevel::PRIMARY)
+                            .command_buffer_count(1),
+                    ),
+                )
+            }
+        };
         let mut k = VulkanKernel {
             kernel,
             code,
@@ -75,11 +104,22 @@ impl Core {
             set_layout: vk::DescriptorSetLayout::null(),
             layout: vk::PipelineLayout::null(),
             pipeline: vk::Pipeline::null(),
-            storage_buffers: buffers,
+            slot: Mutex::new(LaunchSlot {
+                params,
+                desc_pool: vk::DescriptorPool::null(),
+                set: vk::DescriptorSet::null(),
+                cmd: vk::CommandBuffer::null(),
+                recorded: None,
+                arrays: Vec::new(),
+                slots: Vec::new(),
+            }),
         };
+        let slot = k.slot.get_mut().unwrap_or_else(|p| p.into_inner());
+        slot.cmd = cmd.map_err(drv)?[0];
         // SAFETY: valid create infos on a live device; `k` destroys what was made if a later step
         // fails.
         unsafe {
+            slot.desc_pool = create_descriptor_pool(d, buffers).map_err(drv)?;
             k.shader = check(
                 "vkCreateShaderModule",
                 d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&k.code.words), None),
@@ -100,6 +140,13 @@ impl Core {
             )
             .map_err(drv)?;
             let set_layouts = [k.set_layout];
+            slot.set = check(
+                "vkAllocateDescriptorSets",
+                d.allocate_descriptor_sets(
+                    &vk::DescriptorSetAllocateInfo::default().descriptor_pool(slot.desc_pool).set_layouts(&set_layouts),
+                ),
+            )
+            .map_err(drv)?[0];
             k.layout = check(
                 "vkCreatePipelineLayout",
                 d.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().set_layouts(&set_layouts), None),
@@ -124,23 +171,26 @@ impl Core {
                 stage = stage.push_next(&mut req_info);
             }
             let info = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(k.layout)];
-            let pipelines = d.create_compute_pipelines(self.pipeline_cache, &info, None).map_err(|(made, e)| {
-                for p in made {
-                    d.destroy_pipeline(p, None);
-                }
-                drv(VkFailure::new("vkCreateComputePipelines", e))
-            })?;
-            k.pipeline = pipelines[0];
+            let key = [required.unwrap_or(0), full as u32];
+            k.pipeline = self.create_pipeline(&k.code, &key, &info, disk, disk_use).map_err(drv)?;
         }
         Ok(k)
     }
 
-    /// Marshals the parameter block, binds the buffers, dispatches and waits.
-    pub(super) fn launch(&self, k: &VulkanKernel, grid: u32, args: &[Bound<'_>]) -> Result<()> {
+    /// Writes the parameter block, re-records the kernel's command buffer when its arrays or grid
+    /// changed since its last launch, submits it and waits. With `timed`, returns the time between
+    /// the timestamps around the dispatch (`None` when the queue has no timestamps).
+    pub(super) fn launch(
+        &self,
+        k: &VulkanKernel,
+        grid: u32,
+        args: &[Bound<'_>],
+        timed: bool,
+    ) -> Result<Option<Duration>> {
         let name = &k.kernel.name;
-        let slots = marshal(&k.kernel, &k.code.params, args, &self.props)?;
         if grid == 0 {
-            return Ok(());
+            marshal(&k.kernel, &k.code.params, args, &self.props, &mut Vec::new())?;
+            return Ok(timed.then_some(Duration::ZERO));
         }
         let max = self.props.limits.max_count_x;
         if grid > max {
@@ -153,169 +203,127 @@ impl Core {
             });
         }
         let drv = |e: VkFailure| e.into_error(name);
-        let d = &self.device;
         let mut s = lock(&self.submit);
-        if let Some(why) = &s.wedged {
-            return Err(Error::Driver {
-                kernel: name.clone(),
-                call: "vkQueueSubmit".into(),
-                message: format!("{} is unusable: {why}", self.props.label()),
-            });
+        s.usable(&self.props).map_err(drv)?;
+        let mut slot = lock(&k.slot);
+        let slot = &mut *slot;
+        slot.slots.clear();
+        marshal(&k.kernel, &k.code.params, args, &self.props, &mut slot.slots)?;
+        let ptr = slot.params.mapped().ok_or_else(|| {
+            drv(VkFailure { call: "vkMapMemory", message: "the parameter block is not host-visible".into() })
+        })?;
+        // SAFETY: the block holds one u64 per parameter (made for this kernel); no submission is
+        // pending (every one is waited for under the lock).
+        unsafe { std::ptr::copy_nonoverlapping(slot.slots.as_ptr() as *const u8, ptr, slot.slots.len() * 8) };
+        let same = slot.recorded == Some(grid)
+            && slot.arrays.iter().copied().eq(args.iter().filter_map(|a| match a {
+                Bound::Array(b) => Some(b.id),
+                Bound::Scalar(_) => None,
+            }));
+        if !same {
+            slot.recorded = None;
+            // SAFETY: the set and command buffer are not in use (no submission is pending); the
+            // arrays belong to this device and outlive the wait below (`args` borrows them).
+            unsafe { self.record(k, slot, grid, args, s.timestamps) }.map_err(drv)?;
+            slot.recorded = Some(grid);
+            slot.arrays.clear();
+            slot.arrays.extend(args.iter().filter_map(|a| match a {
+                Bound::Array(b) => Some(b.id),
+                Bound::Scalar(_) => None,
+            }));
+            self.recordings.fetch_add(1, Ordering::Relaxed);
         }
-        // The parameter block: one u64 per parameter.
-        let need = (slots.len().max(1) * 8) as u64;
-        if s.params.as_ref().is_none_or(|p| p.size < need) {
-            if let Some(old) = s.params.take() {
-                // SAFETY: the last submission finished (every launch waits for its fence).
-                unsafe { free_host_buffer(d, &old) };
-            }
-            s.params = Some(self.alloc_host_buffer(need.max(256)).map_err(drv)?);
+        self.launches.fetch_add(1, Ordering::Relaxed);
+        s.submit_wait(&self.device, slot.cmd, &format!("kernel `{name}`")).map_err(drv)?;
+        if !timed || s.timestamps == vk::QueryPool::null() {
+            return Ok(None);
         }
-        let params = s.params.as_ref().map(|p| (p.buffer, p.ptr)).unwrap_or_default();
-        // SAFETY: the mapping holds at least `need` bytes and no submission is pending.
-        unsafe { std::ptr::copy_nonoverlapping(slots.as_ptr() as *const u8, params.1, slots.len() * 8) };
-        // Descriptors: the parameter block at 0, each array at its binding.
-        if s.desc_capacity < k.storage_buffers {
-            let want = k.storage_buffers.max(2 * s.desc_capacity);
-            // SAFETY: no set of the pool is in use (no submission is pending).
-            unsafe { d.destroy_descriptor_pool(s.desc_pool, None) };
-            s.desc_pool = vk::DescriptorPool::null();
-            s.desc_capacity = 0;
-            // SAFETY: a valid create info.
-            let (pool, capacity) = unsafe { create_descriptor_pool(d, want) }.map_err(drv)?;
-            s.desc_pool = pool;
-            s.desc_capacity = capacity;
-        } else {
-            // SAFETY: as above.
-            unsafe {
-                check(
-                    "vkResetDescriptorPool",
-                    d.reset_descriptor_pool(s.desc_pool, vk::DescriptorPoolResetFlags::empty()),
-                )
-            }
-            .map_err(drv)?;
-        }
-        let layouts = [k.set_layout];
-        // SAFETY: the pool was just reset or created with room for this layout.
-        let set = unsafe {
-            check(
-                "vkAllocateDescriptorSets",
-                d.allocate_descriptor_sets(
-                    &vk::DescriptorSetAllocateInfo::default().descriptor_pool(s.desc_pool).set_layouts(&layouts),
-                ),
-            )
-        }
-        .map_err(drv)?[0];
-        let mut infos: Vec<[vk::DescriptorBufferInfo; 1]> =
-            vec![[vk::DescriptorBufferInfo { buffer: params.0, offset: 0, range: vk::WHOLE_SIZE }]];
-        let mut bindings = vec![0u32];
-        for (p, a) in k.code.params.iter().zip(args) {
-            if let (SpirvParam::Array { binding, .. }, Bound::Array(b)) = (p, a) {
-                infos.push([vk::DescriptorBufferInfo { buffer: b.mem.buffer, offset: 0, range: vk::WHOLE_SIZE }]);
-                bindings.push(*binding);
-            }
-        }
-        let writes: Vec<vk::WriteDescriptorSet> = infos
-            .iter()
-            .zip(&bindings)
-            .map(|(info, &binding)| {
-                vk::WriteDescriptorSet::default()
-                    .dst_set(set)
-                    .dst_binding(binding)
-                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-                    .buffer_info(info)
-            })
-            .collect();
-        let cmd = s.cmd;
-        // SAFETY: the command buffer is not pending (the last launch waited for its fence); every
-        // handle belongs to this device; the buffers outlive the wait below (`args` borrows them).
+        let mut ticks = [0u64; 2];
+        // SAFETY: both queries were written by the submission just waited for.
         unsafe {
-            d.update_descriptor_sets(&writes, &[]);
-            check("vkResetCommandBuffer", d.reset_command_buffer(cmd, vk::CommandBufferResetFlags::empty()))
-                .map_err(drv)?;
             check(
-                "vkBeginCommandBuffer",
-                d.begin_command_buffer(
-                    cmd,
-                    &vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT),
+                "vkGetQueryPoolResults",
+                self.device.get_query_pool_results(
+                    s.timestamps,
+                    0,
+                    &mut ticks,
+                    vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
                 ),
             )
-            .map_err(drv)?;
-            d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, k.pipeline);
-            d.cmd_bind_descriptor_sets(cmd, vk::PipelineBindPoint::COMPUTE, k.layout, 0, &[set], &[]);
-            d.cmd_dispatch(cmd, grid, 1, 1);
-            // The kernel's writes become visible to the host once the fence signals.
-            let to_host = vk::MemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::SHADER_WRITE)
-                .dst_access_mask(vk::AccessFlags::HOST_READ);
-            d.cmd_pipeline_barrier(
-                cmd,
-                vk::PipelineStageFlags::COMPUTE_SHADER,
-                vk::PipelineStageFlags::HOST,
-                vk::DependencyFlags::empty(),
-                &[to_host],
-                &[],
-                &[],
-            );
-            check("vkEndCommandBuffer", d.end_command_buffer(cmd)).map_err(drv)?;
-            check("vkResetFences", d.reset_fences(&[s.fence])).map_err(drv)?;
-            let cmds = [cmd];
-            let submit = [vk::SubmitInfo::default().command_buffers(&cmds)];
-            // Host writes made before this call are visible to the kernel (coherent memory).
-            check("vkQueueSubmit", d.queue_submit(s.queue, &submit, s.fence)).map_err(|e| {
-                if e.message.starts_with("ERROR_DEVICE_LOST") {
-                    s.wedged = Some("the device was lost".into());
-                }
-                drv(e)
-            })?;
-            let timeout = launch_timeout();
-            match d.wait_for_fences(&[s.fence], true, timeout.as_nanos().min(u64::MAX as u128) as u64) {
-                Ok(()) => Ok(()),
-                Err(vk::Result::TIMEOUT) => {
-                    let why = format!(
-                        "kernel `{name}` did not finish within {} s (QD_VULKAN_TIMEOUT_S); a running kernel cannot be \
-                         stopped, so the device is unusable for the rest of this process",
-                        timeout.as_secs()
-                    );
-                    s.wedged = Some(why.clone());
-                    Err(Error::Driver {
-                        kernel: name.clone(),
-                        call: "vkWaitForFences".into(),
-                        message: format!("TIMEOUT: {why}"),
-                    })
-                }
-                Err(e) => {
-                    if e == vk::Result::ERROR_DEVICE_LOST {
-                        s.wedged = Some(format!("the device was lost while kernel `{name}` ran"));
-                    }
-                    Err(drv(VkFailure::new("vkWaitForFences", e)))
+        }
+        .map_err(drv)?;
+        let mask = match self.props.timestamp_bits {
+            64.. => u64::MAX,
+            b => (1u64 << b) - 1,
+        };
+        let elapsed = ticks[1].wrapping_sub(ticks[0]) & mask;
+        Ok(Some(Duration::from_nanos((elapsed as f64 * self.props.timestamp_period as f64).round() as u64)))
+    }
+
+    /// Points the kernel's descriptor set at the parameter block and `args`' arrays and records its
+    /// command buffer: the timestamps (when `timestamps` is not null), the dispatch of `grid`
+    /// workgroups, and the barrier every submission ends with.
+    unsafe fn record(
+        &self,
+        k: &VulkanKernel,
+        slot: &LaunchSlot,
+        grid: u32,
+        args: &[Bound<'_>],
+        timestamps: vk::QueryPool,
+    ) -> std::result::Result<(), VkFailure> {
+        // SAFETY: the caller upholds this function's contract (its doc comment).
+        unsafe {
+            let d = &self.device;
+            let mut infos: Vec<[vk::DescriptorBufferInfo; 1]> =
+                vec![[vk::DescriptorBufferInfo { buffer: slot.params.buffer, offset: 0, range: vk::WHOLE_SIZE }]];
+            let mut bindings = vec![0u32];
+            for (p, a) in k.code.params.iter().zip(args) {
+                if let (SpirvParam::Array { binding, .. }, Bound::Array(b)) = (p, a) {
+                    infos.push([vk::DescriptorBufferInfo { buffer: b.mem.buffer, offset: 0, range: vk::WHOLE_SIZE }]);
+                    bindings.push(*binding);
                 }
             }
+            let writes: Vec<vk::WriteDescriptorSet> = infos
+                .iter()
+                .zip(&bindings)
+                .map(|(info, &binding)| {
+                    vk::WriteDescriptorSet::default()
+                        .dst_set(slot.set)
+                        .dst_binding(binding)
+                        .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                        .buffer_info(info)
+                })
+                .collect();
+            let cmd = slot.cmd;
+            d.update_descriptor_sets(&writes, &[]);
+            check("vkResetCommandBuffer", d.reset_command_buffer(cmd, vk::CommandBufferResetFlags::empty()))?;
+            check("vkBeginCommandBuffer", d.begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default()))?;
+            if timestamps != vk::QueryPool::null() {
+                d.cmd_reset_query_pool(cmd, timestamps, 0, 2);
+                d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::TOP_OF_PIPE, timestamps, 0);
+            }
+            d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, k.pipeline);
+            d.cmd_bind_descriptor_sets(cmd, vk::PipelineBindPoint::COMPUTE, k.layout, 0, &[slot.set], &[]);
+            d.cmd_dispatch(cmd, grid, 1, 1);
+            if timestamps != vk::QueryPool::null() {
+                d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, timestamps, 1);
+            }
+            end_barrier(d, cmd);
+            check("vkEndCommandBuffer", d.end_command_buffer(cmd))
         }
     }
 }
 
-/// The launch timeout: `QD_VULKAN_TIMEOUT_S` seconds, else 60.
-fn launch_timeout() -> Duration {
-    std::env::var("QD_VULKAN_TIMEOUT_S")
-        .ok()
-        .and_then(|s| s.trim().parse::<u64>().ok())
-        .filter(|&s| s > 0)
-        .map(Duration::from_secs)
-        .unwrap_or(DEFAULT_LAUNCH_TIMEOUT)
-}
-
-/// A descriptor pool for one set of up to `capacity` storage buffers.
-pub(super) unsafe fn create_descriptor_pool(
-    d: &ash::Device,
-    capacity: u32,
-) -> std::result::Result<(vk::DescriptorPool, u32), VkFailure> {
-    let capacity = capacity.max(16);
-    let sizes = [vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: capacity }];
-    let info = vk::DescriptorPoolCreateInfo::default().max_sets(1).pool_sizes(&sizes);
-    // SAFETY: the caller guarantees `d` is a live device (this function's contract).
-    let pool = check("vkCreateDescriptorPool", unsafe { d.create_descriptor_pool(&info, None) })?;
-    Ok((pool, capacity))
+/// A descriptor pool for one set of `buffers` storage buffers.
+unsafe fn create_descriptor_pool(d: &ash::Device, buffers: u32) -> std::result::Result<vk::DescriptorPool, VkFailure> {
+    // SAFETY: the caller upholds this function's contract (its doc comment).
+    unsafe {
+        let sizes = [vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: buffers }];
+        check(
+            "vkCreateDescriptorPool",
+            d.create_descriptor_pool(&vk::DescriptorPoolCreateInfo::default().max_sets(1).pool_sizes(&sizes), None),
+        )
+    }
 }
 
 /// The module's parameters must match the kernel's one to one; arrays are bound at 1, 2, ... in
@@ -355,8 +363,13 @@ fn check_abi(k: &ir::Kernel, code: &SpirvCode) -> Result<()> {
 
 /// One u64 slot per parameter: an array's element count, a scalar's bits masked to its width (bool
 /// to 0 or 1). Arrays must fit a storage buffer binding.
-fn marshal(k: &ir::Kernel, params: &[SpirvParam], args: &[Bound<'_>], props: &Props) -> Result<Vec<u64>> {
-    let mut slots = Vec::with_capacity(params.len());
+fn marshal(
+    k: &ir::Kernel,
+    params: &[SpirvParam],
+    args: &[Bound<'_>],
+    props: &Props,
+    slots: &mut Vec<u64>,
+) -> Result<()> {
     for (i, (p, a)) in params.iter().zip(args).enumerate() {
         let err = |message: String| Error::Argument {
             kernel: k.name.clone(),
@@ -384,7 +397,7 @@ fn marshal(k: &ir::Kernel, params: &[SpirvParam], args: &[Bound<'_>], props: &Pr
             _ => return Err(err("an array where a scalar was expected, or the reverse".into())),
         }
     }
-    Ok(slots)
+    Ok(())
 }
 
 /// A kernel ready to launch.
@@ -396,8 +409,23 @@ pub(crate) struct VulkanKernel {
     set_layout: vk::DescriptorSetLayout,
     layout: vk::PipelineLayout,
     pipeline: vk::Pipeline,
-    /// Bindings of its set: the parameter block and one per array.
-    storage_buffers: u32,
+    /// What its launches use; locked only while the device's submission lock is held.
+    slot: Mutex<LaunchSlot>,
+}
+
+/// A kernel's own launch resources.
+struct LaunchSlot {
+    /// The parameter block: one u64 per parameter.
+    params: Memory,
+    desc_pool: vk::DescriptorPool,
+    set: vk::DescriptorSet,
+    cmd: vk::CommandBuffer,
+    /// The grid `cmd` was recorded for, if it holds a recording.
+    recorded: Option<u32>,
+    /// The ids of the arrays `set` points at, in binding order.
+    arrays: Vec<u64>,
+    /// The parameter block's values of the launch being made (kept to reuse its allocation).
+    slots: Vec<u64>,
 }
 
 impl std::fmt::Debug for VulkanKernel {
@@ -413,13 +441,20 @@ impl std::fmt::Debug for VulkanKernel {
 
 impl Drop for VulkanKernel {
     fn drop(&mut self) {
-        if lock(&self.core.submit).wedged.is_some() {
+        let s = lock(&self.core.submit);
+        if s.wedged.is_some() {
             return;
         }
+        let slot = self.slot.get_mut().unwrap_or_else(|p| p.into_inner());
         let d = &self.core.device;
-        // SAFETY: launches wait for completion, so nothing pending uses these; null handles are
-        // allowed.
+        // SAFETY: every submission is waited for, so nothing pending uses these; the command pool
+        // is used under the submission lock, held here; null handles are allowed.
         unsafe {
+            if slot.cmd != vk::CommandBuffer::null() {
+                d.free_command_buffers(s.pool, &[slot.cmd]);
+            }
+            d.destroy_descriptor_pool(slot.desc_pool, None);
+            self.core.free_memory(&mut slot.params);
             d.destroy_pipeline(self.pipeline, None);
             d.destroy_pipeline_layout(self.layout, None);
             d.destroy_descriptor_set_layout(self.set_layout, None);

@@ -188,7 +188,7 @@ pub(super) const LOOP_PROBE_WORDS: [u32; 225] = [
     0x00010038,
 ];
 
-use super::{Bound, Core, SpirvCode, SpirvParam, SubgroupChoice, VulkanBuffer};
+use super::{Bound, Core, SpirvCode, SpirvParam, SubgroupChoice};
 use crate::ir::{self, Block, DType, LaunchKind, Param, ValueId};
 use crate::runtime::Result;
 use std::collections::BTreeSet;
@@ -264,12 +264,11 @@ fn run(
     };
     let code =
         SpirvCode { words: words.to_vec(), entry: "main".into(), workgroup_size: block, params: abi, shared_bytes: 0 };
-    let k = core.load(kernel, code, sg)?;
-    let mem = core.alloc_host_buffer(len as u64 * 4).map_err(|e| e.into_error("<alloc>"))?;
-    let out = VulkanBuffer { core: core.clone(), mem, len, dtype: DType::U32 };
+    let k = core.load(kernel, code, sg, None, &mut Default::default())?;
+    let out = core.alloc_array(DType::U32, len, None, false).map_err(|e| e.into_error("<alloc>"))?;
     let mut args = vec![Bound::Array(&out)];
     args.extend(scalar.map(|n| Bound::Scalar(n as u64)));
-    core.launch(&k, 1, &args)?;
+    core.launch(&k, 1, &args, false)?;
     let bytes = out.read().map_err(|e| e.into_error("<host copy>"))?;
     Ok(bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
 }

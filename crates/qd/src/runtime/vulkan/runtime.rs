@@ -1,25 +1,37 @@
 //! A Vulkan device as the runtime's `Runtime`: what `Device` asks of it, in terms of `context.rs`
 //! and `launch.rs`.
 
-use super::context::{Bound, VulkanBuffer, VulkanDevice};
+use super::context::{Bound, VulkanDevice};
 use super::launch::VulkanKernel;
-use super::{SpirvCode, SpirvParam};
+use super::memory::VulkanBuffer;
+use super::{SpirvCode, SpirvParam, VulkanOptions};
 use crate::backend::{spirv, Backend};
 use crate::ir::{self, DType};
 use crate::runtime::array::{decode, encode, RuntimeArray};
 use crate::runtime::cache::CodeOverrides;
 use crate::runtime::device::{downcast_kernel, Runtime, RuntimeKernel};
-use crate::runtime::{Arg, CompileStats, DeviceInfo, Error, Result};
+use crate::runtime::{Arg, CompileStats, DeviceInfo, Error, Result, RuntimeCounters};
 use crate::target::{BackendKind, Target};
 use crate::trace::TraceError;
 use std::any::Any;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-/// Opens Vulkan device `ordinal` for the `Device` called `name`.
-pub(crate) fn open(ordinal: u32, name: &str) -> Result<Arc<dyn Runtime>> {
-    let dev = VulkanDevice::open(ordinal).map_err(|reason| Error::Unavailable { backend: name.to_string(), reason })?;
+/// Opens Vulkan device `ordinal` with `options` for the `Device` called `name`.
+pub(crate) fn open_with(ordinal: u32, options: &VulkanOptions, name: &str) -> Result<Arc<dyn Runtime>> {
+    let dev = VulkanDevice::open(ordinal, options)
+        .map_err(|reason| Error::Unavailable { backend: name.to_string(), reason })?;
     Ok(Arc::new(dev))
+}
+
+/// Checked arguments as the launch binds them.
+fn bind(args: &[Arg]) -> Vec<Bound<'_>> {
+    args.iter()
+        .map(|a| match a {
+            Arg::Array(h) => Bound::Array(h.storage_as::<VulkanBuffer>().expect("checked: arrays live on this device")),
+            Arg::Scalar(_, bits) => Bound::Scalar(*bits),
+        })
+        .collect()
 }
 
 /// Lowers `kernel` (traced for `dev`) to SPIR-V for `dev`: its subgroup width and features.
@@ -68,6 +80,9 @@ impl Runtime for VulkanDevice {
             notes.push(features.join(", "));
         }
         notes.extend(self.loop_note());
+        if self.options.staging {
+            notes.push("host copies through the staging buffer (QD_VULKAN_STAGING)".into());
+        }
         DeviceInfo {
             name: name.to_string(),
             backend: BackendKind::Vulkan.name(),
@@ -76,20 +91,23 @@ impl Runtime for VulkanDevice {
             driver: Some(p.driver.clone()),
             notes,
             loop_iteration_limit: self.loop_iteration_limit(),
-            device_timer: false,
+            device_timer: p.timestamp_bits > 0,
             compute_capability: None,
             driver_version: None,
             multiprocessors: None,
             memory_bytes: (p.memory_bytes > 0).then_some(p.memory_bytes),
             subgroup_size: t.subgroup_size(),
             max_shared_bytes: t.limits().max_shared_bytes,
-            cache_dir: None,
+            cache_dir: self.disk.as_ref().map(|d| d.root().to_path_buf()),
         }
     }
 
     fn alloc(&self, dtype: DType, len: usize, init: Option<&[u64]>) -> Result<Arc<dyn RuntimeArray>> {
         let bytes = init.map(|bits| encode(dtype, bits));
-        let buf = self.alloc_buffer(dtype, len, bytes.as_deref()).map_err(|e| e.into_error("<alloc>"))?;
+        let buf = self.alloc_buffer(dtype, len, bytes.as_deref()).map_err(|e| match e.call {
+            "vkAllocateMemory" | "vkCreateBuffer" => Error::Allocation { dtype, len, message: e.message },
+            _ => e.into_error("<alloc>"),
+        })?;
         Ok(Arc::new(buf))
     }
 
@@ -108,16 +126,19 @@ impl Runtime for VulkanDevice {
     }
 
     fn launch(&self, kernel: &dyn RuntimeKernel, grid: u32, args: &[Arg]) -> Result<()> {
-        let bound: Vec<Bound> = args
-            .iter()
-            .map(|a| match a {
-                Arg::Array(h) => {
-                    Bound::Array(h.storage_as::<VulkanBuffer>().expect("checked: arrays live on this device"))
-                }
-                Arg::Scalar(_, bits) => Bound::Scalar(*bits),
-            })
-            .collect();
-        self.run(downcast_kernel(kernel), grid, &bound)
+        self.run(downcast_kernel(kernel), grid, &bind(args), false).map(|_| ())
+    }
+
+    /// The dispatch alone, between two timestamps, when the queue has timestamps; else the host
+    /// clock around the launch.
+    fn launch_timed(&self, kernel: &dyn RuntimeKernel, grid: u32, args: &[Arg]) -> Result<Duration> {
+        let start = Instant::now();
+        let device = self.run(downcast_kernel(kernel), grid, &bind(args), true)?;
+        Ok(device.unwrap_or_else(|| start.elapsed()))
+    }
+
+    fn counters(&self) -> Option<RuntimeCounters> {
+        Some(VulkanDevice::counters(self))
     }
 
     fn spirv_overrides(&self) -> Option<&CodeOverrides<SpirvCode>> {
