@@ -193,7 +193,7 @@ stage "conformance vulkan" conformance_vulkan
 # D27: random programs on every emulator width (and worn profile) and on lavapipe, bit for bit. A
 # fixed seed and case count, so a CI failure is the same on every run (random seeds are for
 # `qd difftest` by hand and the GPU record); --seconds only caps a slow machine.
-stage "difftest (emulators + lavapipe, 100 cases)" "$QD" difftest --seed 1 --cases 100 --seconds 60 --backend emulators,vulkan
+stage "difftest (emulators + lavapipe, 400 cases)" "$QD" difftest --seed 1 --cases 400 --seconds 60 --backend emulators,vulkan
 stage "vulkan validation layers" bash scripts/test-validation.sh
 stage "tour" "$QD" tour
 
