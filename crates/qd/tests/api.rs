@@ -64,6 +64,28 @@ fn readme_example() -> Result<(), QdError> {
     Ok(())
 }
 
+/// The README's example as it reads now, in `#[qd::kernel]` form (the test above is its builder form).
+#[test]
+fn readme_example_macro_form() -> Result<(), QdError> {
+    // Every lane of a subgroup reads lane 0's value (the subgroup page's first example).
+    #[qd::kernel]
+    fn broadcast(a: &mut [f32]) {
+        qd::loop_config(block_dim = 64);
+        for i in range(a.len()) {
+            a[i] = subgroup::shuffle(a[i], 0u32);
+        }
+    }
+
+    let device = Device::from_name("cpu")?; // the emulator, 32-lane subgroups
+    let mut a = device.array_from(&(0..128).map(|x| x as f32).collect::<Vec<_>>())?;
+    broadcast().launch(&device, (&mut a,))?; // a wrong argument type is a compile error
+    let out = a.to_vec()?;
+    assert_eq!(out[5], 0.0);
+    assert_eq!(out[40], 32.0);
+    assert_eq!(out, (0..128).map(|x| (x / 32 * 32) as f32).collect::<Vec<_>>());
+    Ok(())
+}
+
 // -------------------------------------------------------------------------------------------------
 // 2. Kernel definitions and their IR.
 // -------------------------------------------------------------------------------------------------

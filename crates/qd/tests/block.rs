@@ -121,6 +121,68 @@ fn radix_rank_is_stable_with_counts_and_prefix() {
 }
 
 #[test]
+fn radix_rank_keys_ranks_warp_striped_keys_on_every_subgroup_width() {
+    // 4 keys per thread, 128 threads, 256 digits (two per thread): 512 keys, many peers per digit.
+    for sg in [4u32, 8, 16, 32, 64] {
+        let k = Kernel::explicit("rank_keys", 128, |k| {
+            let keys = k.array::<u32>("keys");
+            let ranks = k.array::<i32>("ranks");
+            let bins_out = k.array::<i32>("bins");
+            let t = block::thread_idx();
+            let s = subgroup::group_size() as i32;
+            let pos = |j: i32| (t / s * 4 + j) * s + t % s;
+            let ks = [0, 1, 2, 3].map(|j| keys.get(pos(j)));
+            let bins = block::shared_array::<i32>(256);
+            let excl = block::shared_array::<i32>(256);
+            let r = block::radix_rank_keys(ks, 128, 8, 3, 8, bins, excl);
+            for j in 0..4 {
+                ranks.set(pos(j), r[j as usize]);
+            }
+            bins_out.set(t, bins.get(t));
+            bins_out.set(t + 128, bins.get(t + 128));
+        });
+        let d = Device::from_name(&format!("cpu:sg{sg}")).unwrap();
+        let keys: Vec<u32> = (0..512u32).map(|i| (i.wrapping_mul(2654435761) >> 20) & 0x3f8).collect();
+        let ka = d.array_from(&keys).unwrap();
+        let (ranks, bins) = (d.zeros::<i32>(512).unwrap(), d.zeros::<i32>(256).unwrap());
+        d.launch_grid(&k, 1, &[ka.arg(), ranks.arg(), bins.arg()]).unwrap();
+        let digit = |k: u32| ((k >> 3) & 255) as usize;
+        let mut count = vec![0i32; 256];
+        for k in &keys {
+            count[digit(*k)] += 1;
+        }
+        let prefix: Vec<i32> = (0..256).map(|d| count[..d].iter().sum()).collect();
+        let want: Vec<i32> = (0..512)
+            .map(|i| prefix[digit(keys[i])] + keys[..i].iter().filter(|k| digit(**k) == digit(keys[i])).count() as i32)
+            .collect();
+        assert_eq!(bins.to_vec().unwrap(), count, "sg{sg}");
+        assert_eq!(ranks.to_vec().unwrap(), want, "sg{sg}");
+    }
+}
+
+#[test]
+fn radix_rank_keys_arguments_are_checked_while_tracing() {
+    fn err(block_dim: u32, kernel_dim: u32, radix_bits: u32, bit_start: u32, num_bits: u32) -> String {
+        let k = Kernel::explicit("bad_rank_keys", kernel_dim, move |k| {
+            let a = k.array::<u32>("a");
+            let bins = block::shared_array::<i32>(1024);
+            let excl = block::shared_array::<i32>(1024);
+            block::radix_rank_keys([a.get(0), a.get(1)], block_dim, radix_bits, bit_start, num_bits, bins, excl);
+        });
+        let e = k.trace(&qd::backend::Target::cpu(32)).unwrap_err();
+        assert_eq!(e.loc.file, file!(), "{e}");
+        assert_eq!(e.op, "block.radix_rank_keys", "{e}");
+        e.message
+    }
+    assert!(err(256, 256, 11, 0, 8).contains("radix_bits must be in 1..=10"));
+    assert!(err(256, 256, 4, 0, 4).contains("the 16 digits must be a multiple of the subgroup size 32"));
+    assert!(err(128, 256, 8, 0, 8).contains("differs from the kernel's block_dim 256"));
+    assert!(err(96, 96, 8, 0, 8).contains("block_dim 96 must divide the 256 digits"));
+    assert!(err(256, 256, 8, 0, 9).contains("num_bits 9 must be <= radix_bits 8"));
+    assert!(err(256, 256, 8, u32::MAX, 4).contains("bit_start 4294967295"));
+}
+
+#[test]
 fn block_op_arguments_are_checked_while_tracing() {
     let wrong_dim = Kernel::explicit("wrong_dim", 128, |k| {
         let a = k.array::<i32>("a");

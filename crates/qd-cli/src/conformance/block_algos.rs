@@ -178,6 +178,126 @@ fn radix_rank_case(d: &Device, rng: &mut Rng, bit_start: u32, num_bits: u32) -> 
     Ok(Outcome::Pass)
 }
 
+/// One configuration of [`block::radix_rank_keys`] with `K > 1`: block size, digit bits, the digit's
+/// bits, and whether the keys take few distinct values (long runs of peers in every subgroup).
+#[derive(Clone, Copy)]
+struct RankKeys {
+    block: u32,
+    radix_bits: u32,
+    bit_start: u32,
+    num_bits: u32,
+    few_distinct: bool,
+}
+
+/// Ranks `K` warp-striped keys per thread in blocks of `c.block` threads; each block ranks its
+/// `K * c.block` consecutive keys and writes its digit counts and their prefix.
+fn radix_rank_keys_kernel<const K: usize>(c: RankKeys) -> Kernel {
+    let name = format!(
+        "block_radix_rank_keys{K}_b{}_r{}_{}_{}{}",
+        c.block,
+        c.radix_bits,
+        c.bit_start,
+        c.num_bits,
+        if c.few_distinct { "_few" } else { "" }
+    );
+    Kernel::explicit(&name, c.block, move |k| {
+        let keys = k.array::<u32>("keys");
+        let ranks = k.array::<i32>("ranks");
+        let bins_out = k.array::<i32>("bins");
+        let excl_out = k.array::<i32>("excl");
+        let digits = 1u32 << c.radix_bits;
+        let t = block::thread_idx();
+        let sg = subgroup::group_size() as i32;
+        let (warp, lane) = (t / sg, subgroup::invocation_id());
+        let base = block::block_idx() * (K as u32 * c.block) as i32;
+        let pos = |j: usize| base + (warp * K as i32 + j as i32) * sg + lane;
+        let ks: [Val<u32>; K] = std::array::from_fn(|j| keys.get(pos(j)));
+        let bins = block::shared_array::<i32>(digits);
+        let excl = block::shared_array::<i32>(digits);
+        let r = block::radix_rank_keys(ks, c.block, c.radix_bits, c.bit_start, c.num_bits, bins, excl);
+        for (j, rank) in r.iter().enumerate() {
+            ranks.set(pos(j), *rank);
+        }
+        for d in (0..digits).step_by(c.block as usize) {
+            let di = t + d as i32;
+            if_(di.lt(digits as i32), || {
+                let at = block::block_idx() * digits as i32 + di;
+                bins_out.set(at, bins.get(di));
+                excl_out.set(at, excl.get(di));
+            });
+        }
+    })
+}
+
+fn radix_rank_keys_case<const K: usize>(d: &Device, rng: &mut Rng, c: RankKeys) -> CaseResult {
+    let k = radix_rank_keys_kernel::<K>(c);
+    let (tile, blocks, digits) = (K * c.block as usize, 2usize, 1usize << c.radix_bits);
+    let n = tile * blocks;
+    let keys: Vec<u32> = (0..n)
+        .map(|_| {
+            let x = rng.next_u64() as u32;
+            if c.few_distinct {
+                // Three values of the digit's bits: most subgroups hold long runs of peers.
+                [0, 0x5555_5555, u32::MAX][(x % 3) as usize] & !(1 << 31)
+            } else {
+                x
+            }
+        })
+        .collect();
+    let ka = d.array_from(&keys).map_err(fail)?;
+    let ranks = d.zeros::<i32>(n).map_err(fail)?;
+    let (bins, excl) = (d.zeros::<i32>(digits * blocks).map_err(fail)?, d.zeros::<i32>(digits * blocks).map_err(fail)?);
+    d.launch_grid(&k, blocks as u32, &[ka.arg(), ranks.arg(), bins.arg(), excl.arg()]).map_err(fail)?;
+    let digit = |k: u32| ((k >> c.bit_start) & ((1u64 << c.num_bits) - 1) as u32) as usize;
+    let (mut want_r, mut want_b, mut want_e) = (Vec::new(), Vec::new(), Vec::new());
+    for blk in keys.chunks(tile) {
+        let mut count = vec![0i32; digits];
+        for k in blk {
+            count[digit(*k)] += 1;
+        }
+        let prefix: Vec<i32> = (0..digits).map(|d| count[..d].iter().sum()).collect();
+        let mut seen = vec![0i32; digits];
+        for k in blk {
+            want_r.push(prefix[digit(*k)] + seen[digit(*k)]);
+            seen[digit(*k)] += 1;
+        }
+        want_b.extend(count);
+        want_e.extend(prefix);
+    }
+    expect_eq("bins", &bins.to_vec().map_err(fail)?, &want_b)?;
+    expect_eq("exclusive prefix", &excl.to_vec().map_err(fail)?, &want_e)?;
+    expect_eq("ranks", &ranks.to_vec().map_err(fail)?, &want_r)?;
+    Ok(Outcome::Pass)
+}
+
+/// The `K > 1` configurations: as many threads as digits, fewer (two digits per thread), more (a
+/// third of the threads own none), a partial digit, a digit at the top of the key, few distinct keys.
+fn register_radix_rank_keys(cases: &mut Vec<Case>) {
+    fn add<const K: usize>(cases: &mut Vec<Case>, c: RankKeys) {
+        let few = if c.few_distinct { "_few_distinct" } else { "" };
+        let id = format!(
+            "block/radix_rank_keys/k{K}_block{}_radix{}_start{}_bits{}{few}",
+            c.block, c.radix_bits, c.bit_start, c.num_bits
+        );
+        cases.push(
+            Case::new(id, move |d, rng| radix_rank_keys_case::<K>(d, rng, c))
+                .launching(move || vec![radix_rank_keys_kernel::<K>(c)]),
+        );
+    }
+    let c = |block, radix_bits, bit_start, num_bits, few_distinct| RankKeys {
+        block,
+        radix_bits,
+        bit_start,
+        num_bits,
+        few_distinct,
+    };
+    add::<4>(cases, c(256, 8, 0, 8, false));
+    add::<4>(cases, c(256, 8, 8, 8, true));
+    add::<2>(cases, c(128, 8, 4, 6, false));
+    add::<3>(cases, c(192, 7, 25, 7, false));
+    add::<5>(cases, c(384, 8, 24, 8, true));
+}
+
 fn register_dtype<T: HostNum>(cases: &mut Vec<Case>) {
     for (algo, an) in [
         (Algo::Reduce, "reduce"),
@@ -215,4 +335,5 @@ pub fn register(cases: &mut Vec<Case>) {
             .launching(move || vec![radix_rank_kernel(start, bits)]),
         );
     }
+    register_radix_rank_keys(cases);
 }

@@ -137,7 +137,7 @@ impl<T: Scalar> DeviceArray<T> {
 
 /// Element bits to device bytes: each element's low `size_bytes` bytes, little-endian (bool is one
 /// byte, 0 or 1). What the GPU runtimes copy to device memory.
-#[cfg(any(feature = "cuda", feature = "vulkan", test))]
+#[cfg_attr(not(any(feature = "cuda", feature = "vulkan", feature = "amdgpu")), allow(dead_code))]
 pub(crate) fn encode(dtype: DType, bits: &[u64]) -> Vec<u8> {
     let w = dtype.size_bytes();
     let mut out = Vec::with_capacity(bits.len() * w);
@@ -148,7 +148,7 @@ pub(crate) fn encode(dtype: DType, bits: &[u64]) -> Vec<u8> {
 }
 
 /// Device bytes back to element bits (the inverse of [`encode`]).
-#[cfg(any(feature = "cuda", feature = "vulkan", test))]
+#[cfg_attr(not(any(feature = "cuda", feature = "vulkan", feature = "amdgpu")), allow(dead_code))]
 pub(crate) fn decode(dtype: DType, bytes: &[u8]) -> Vec<u64> {
     let w = dtype.size_bytes();
     bytes

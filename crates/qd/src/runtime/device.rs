@@ -11,7 +11,7 @@ use super::array::{DeviceArray, RuntimeArray};
 use super::cache::{lock, CodeOverrides, KernelCache};
 use super::errors::{Error, Result};
 use super::info::{CompileStats, DeviceInfo};
-use super::{cpu, cuda, launch, vulkan, Arg, CudaOptions, Grid, PtxCode, SpirvCode};
+use super::{cpu, launch, Arg, Grid, PtxCode, SpirvCode};
 use crate::backend::Target;
 use crate::ir::{self, DType};
 use crate::trace::{Kernel, Scalar};
@@ -170,7 +170,7 @@ impl CompiledKernel {
 }
 
 impl Device {
-    fn new(name: String, runtime: Arc<dyn Runtime>) -> Device {
+    pub(crate) fn new(name: String, runtime: Arc<dyn Runtime>) -> Device {
         let target = runtime.target();
         Device {
             inner: Arc::new(DeviceInner {
@@ -196,7 +196,8 @@ impl Device {
                 reason: "the emulator's subgroup size is one of 4, 8, 16, 32, 64".into(),
             });
         }
-        let name = if subgroup_size == 32 { "cpu".into() } else { format!("cpu:sg{subgroup_size}") };
+        let base = if subgroup_size == 32 { "cpu".into() } else { format!("cpu:sg{subgroup_size}") };
+        let name = base + &memory_suffix(options.memory);
         Ok(Device::new(name, Arc::new(cpu::CpuRuntime::new(Target::cpu(subgroup_size), options))))
     }
 
@@ -213,62 +214,8 @@ impl Device {
             });
         }
         let worn = Target::cpu(sg).wearing(target);
-        Ok(Device::new(worn.name(), Arc::new(cpu::CpuRuntime::new(worn, options))))
-    }
-
-    /// CUDA device `ordinal` (`cuda:N`), with the disk cache set from the environment.
-    ///
-    /// Without a driver (no `libcuda`), with no such device, or when the driver fails to start,
-    /// this is [`Error::Unavailable`] with the reason; in a build without the `cuda` feature it is
-    /// [`Error::BackendNotBuilt`].
-    pub fn cuda(ordinal: u32) -> Result<Device> {
-        Device::cuda_with(ordinal, CudaOptions::from_env())
-    }
-
-    /// CUDA device `ordinal` with explicit options (e.g. a private cache folder).
-    pub fn cuda_with(ordinal: u32, options: CudaOptions) -> Result<Device> {
-        let name = format!("cuda:{ordinal}");
-        let runtime = cuda::open(ordinal, &options, &name)?;
-        Ok(Device::new(name, runtime))
-    }
-
-    /// Vulkan device `ordinal` (`vulkan:N`, in the order of [`available_devices`](super::available_devices)
-    /// and `qd info`).
-    ///
-    /// Without a Vulkan loader (`libvulkan.so.1`), without a driver, with no such device, or with a
-    /// device that lacks what qd needs (Vulkan 1.1, compute subgroups with basic, vote, ballot,
-    /// shuffle and relative shuffle operations, `shaderInt64`), this is [`Error::Unavailable`] with
-    /// the reason and, where something is missing, how to install it; in a build without the
-    /// `vulkan` feature it is [`Error::BackendNotBuilt`]. Every `Device` naming the same ordinal
-    /// shares one logical device, so arrays move freely between them.
-    pub fn vulkan(ordinal: u32) -> Result<Device> {
-        let name = format!("vulkan:{ordinal}");
-        let runtime = vulkan::open(ordinal, &name)?;
-        Ok(Device::new(name, runtime))
-    }
-
-    /// The Metal device (`metal:0`, the system default): macOS with the `metal` cargo feature only.
-    /// Elsewhere [`Error::Unavailable`] (Metal runs on macOS only); on macOS without the feature
-    /// [`Error::BackendNotBuilt`]. Not yet run on Apple hardware by this project.
-    pub fn metal(ordinal: u32) -> Result<Device> {
-        let name = format!("metal:{ordinal}");
-        let runtime = super::metal::open(ordinal, &name)?;
-        Ok(Device::new(name, runtime))
-    }
-
-    /// AMD GPU `ordinal` (`amdgpu:N`, in HIP's order) through HIP, with the `amdgpu` cargo feature.
-    /// Kernels are traced for [`Target::amdgpu`] of the device's architecture (from its
-    /// `gcnArchName`) and made into code objects by ROCm's own `llc` and `ld.lld`, cached on disk.
-    ///
-    /// Without ROCm (no `libamdhip64` under `$ROCM_PATH/lib`, `/opt/rocm/lib` or the loader's
-    /// path), without its LLVM, with no such device, with an architecture the code generator does
-    /// not know, or with a wavefront size it cannot run, this is [`Error::Unavailable`] with the
-    /// reason; in a build without the feature [`Error::BackendNotBuilt`]. Not yet run on AMD
-    /// hardware by this project.
-    pub fn amdgpu(ordinal: u32) -> Result<Device> {
-        let name = format!("amdgpu:{ordinal}");
-        let runtime = super::amdgpu::open(ordinal, &name)?;
-        Ok(Device::new(name, runtime))
+        let name = worn.name() + &memory_suffix(options.memory);
+        Ok(Device::new(name, Arc::new(cpu::CpuRuntime::new(worn, options))))
     }
 
     /// A device by its command-line name (D10): `cpu`, `cpu:sgN`, `cuda[:N]`, `vulkan[:N]`,
@@ -280,8 +227,17 @@ impl Device {
     ///
     /// `cuda` is `cuda:0` and `vulkan` is `vulkan:0`; the device's [`name`](Device::name) is always
     /// `cuda:N` or `vulkan:N` (`amdgpu` is `amdgpu:0`).
+    ///
+    /// An emulator name may end in `+weak` or `+weak=SEED` (`cpu:sg32+weak`, `cpu@metal+weak=7`):
+    /// the weak-memory mode of D26 ([`Memory::Weak`](crate::backend::cpu::Memory::Weak), seed 0
+    /// unless given), where a kernel that leaves out a fence can fail.
     pub fn from_name(name: &str) -> Result<Device> {
         let unavailable = |reason: &str| Error::Unavailable { backend: name.to_string(), reason: reason.to_string() };
+        let (name, memory) = split_memory(name).map_err(|reason| unavailable(&reason))?;
+        let options = crate::backend::cpu::Options { memory, ..Default::default() };
+        if memory != crate::backend::cpu::Memory::Sequential && !name.starts_with("cpu") {
+            return Err(unavailable("only the emulator (cpu, cpu:sgN, cpu…@target) has a weak-memory mode"));
+        }
         if let Some((emulator, worn)) = name.split_once('@') {
             let target = Target::from_features_name(worn).map_err(|e| unavailable(&e))?;
             let sg = target.subgroup_size();
@@ -291,50 +247,32 @@ impl Device {
                      cpu@{worn} or cpu:sg{sg}@{worn}"
                 )));
             }
-            let strict = crate::backend::cpu::Options { strict: true, ..Default::default() };
+            let strict = crate::backend::cpu::Options { strict: true, ..options };
             return Device::cpu_wearing(&target, strict);
         }
-        match name {
-            "cpu" => Ok(Device::cpu()),
-            n if n.starts_with("cpu:sg") => {
-                let sg: u32 = n["cpu:sg".len()..]
-                    .parse()
-                    .map_err(|_| unavailable("expected cpu:sgN with N in 4, 8, 16, 32, 64"))?;
-                Device::cpu_with(sg, crate::backend::cpu::Options::default())
-            }
-            "cuda" => Device::cuda(0).map_err(|e| rename_unavailable(e, name)),
-            n if n.starts_with("cuda:") => {
-                let ordinal: u32 = n["cuda:".len()..]
-                    .parse()
-                    .map_err(|_| unavailable("expected cuda or cuda:N with N a device index (see `qd info`)"))?;
-                Device::cuda(ordinal).map_err(|e| rename_unavailable(e, name))
-            }
-            "vulkan" => Device::vulkan(0).map_err(|e| rename_unavailable(e, name)),
-            n if n.starts_with("vulkan:") => {
-                let ordinal: u32 = n["vulkan:".len()..]
-                    .parse()
-                    .map_err(|_| unavailable("expected vulkan or vulkan:N with N a device index (see `qd info`)"))?;
-                Device::vulkan(ordinal).map_err(|e| rename_unavailable(e, name))
-            }
-            "metal" => Device::metal(0).map_err(|e| rename_unavailable(e, name)),
-            n if n.starts_with("metal:") => {
-                let ordinal: u32 = n["metal:".len()..].parse().map_err(|_| unavailable("expected metal or metal:0"))?;
-                Device::metal(ordinal).map_err(|e| rename_unavailable(e, name))
-            }
-            "amdgpu" => Device::amdgpu(0).map_err(|e| rename_unavailable(e, name)),
-            n if n.starts_with("amdgpu:") => {
-                let ordinal: u32 = n["amdgpu:".len()..].parse().map_err(|_| {
-                    unavailable(
-                        "expected amdgpu or amdgpu:N with N a device index (see `qd info`); amdgpu:gfxNNN \
-                         names a target, for `qd emit` and `cpu@amdgpu:gfxNNN`",
-                    )
-                })?;
-                Device::amdgpu(ordinal).map_err(|e| rename_unavailable(e, name))
-            }
-            _ => {
-                Err(unavailable("unknown backend; expected cpu, cpu:sgN, cuda[:N], vulkan[:N], metal[:0], amdgpu[:N]"))
-            }
+        if name == "cpu" {
+            return Device::cpu_with(32, options);
         }
+        if let Some(lanes) = name.strip_prefix("cpu:sg") {
+            let sg: u32 = lanes.parse().map_err(|_| unavailable("expected cpu:sgN with N in 4, 8, 16, 32, 64"))?;
+            return Device::cpu_with(sg, options);
+        }
+        for family in super::RUNTIMES {
+            let ordinal = if name == family.name {
+                0
+            } else if let Some(n) = name.strip_prefix(family.name).and_then(|rest| rest.strip_prefix(':')) {
+                n.parse().map_err(|_| unavailable(family.name_hint))?
+            } else {
+                continue;
+            };
+            // The device is always named `<family>:N`; an error keeps the name the user gave.
+            let runtime = (family.open)(ordinal, &format!("{}:{ordinal}", family.name))
+                .map_err(|e| rename_unavailable(e, name))?;
+            return Ok(Device::new(format!("{}:{ordinal}", family.name), runtime));
+        }
+        let mut known = vec!["cpu".to_string(), "cpu:sgN".to_string()];
+        known.extend(super::RUNTIMES.iter().map(|f| format!("{}[:N]", f.name)));
+        Err(unavailable(&format!("unknown backend; expected {}", known.join(", "))))
     }
 
     /// The device's name (`cpu`, `cpu:sg8`, `cuda:0`, `vulkan:0`, ...).
@@ -646,6 +584,29 @@ impl Device {
         }
         Ok(())
     }
+}
+
+/// The device-name suffix of an emulator memory mode (D26): none, `+weak` (seed 0), `+weak=SEED`.
+fn memory_suffix(memory: crate::backend::cpu::Memory) -> String {
+    match memory {
+        crate::backend::cpu::Memory::Sequential => String::new(),
+        crate::backend::cpu::Memory::Weak { seed: 0 } => "+weak".into(),
+        crate::backend::cpu::Memory::Weak { seed } => format!("+weak={seed}"),
+    }
+}
+
+/// A device name without its memory suffix, and the memory mode that suffix names.
+fn split_memory(name: &str) -> std::result::Result<(&str, crate::backend::cpu::Memory), String> {
+    use crate::backend::cpu::Memory;
+    let Some((base, mode)) = name.rsplit_once('+') else { return Ok((name, Memory::Sequential)) };
+    let seed = match mode.strip_prefix("weak") {
+        Some("") => 0,
+        Some(s) => s.strip_prefix('=').and_then(|s| s.parse().ok()).ok_or_else(|| {
+            format!("`+{mode}`: the seed of the weak-memory mode is a number (`+weak` or `+weak=SEED`)")
+        })?,
+        None => return Err(format!("unknown memory mode `+{mode}`; the emulator's is `+weak` or `+weak=SEED`")),
+    };
+    Ok((base, Memory::Weak { seed }))
 }
 
 /// `Unavailable` errors of `Device::cuda` and `Device::vulkan` name `cuda:N` / `vulkan:N`; keep the

@@ -117,6 +117,7 @@ pub fn grid_dim() -> Val<i32> {
     special(Special::GridDim)
 }
 
+pub use super::block_radix::radix_rank_keys;
 pub use super::shaped::{shared_array_shaped, ShapedArray};
 
 /// Allocates a shared array of `len` elements, one per block, uninitialised.
@@ -141,7 +142,7 @@ pub fn static_block_dim() -> u32 {
 
 /// Checks a block op's `block_dim` argument against the kernel's and the subgroup width (D1).
 #[track_caller]
-fn check_block_dim(op: &str, block_dim: u32) -> bool {
+pub(crate) fn check_block_dim(op: &str, block_dim: u32) -> bool {
     let sg = crate::simt::subgroup::group_size();
     let kernel_bd = static_block_dim();
     if block_dim == 0 || !block_dim.is_multiple_of(sg) {
@@ -182,15 +183,17 @@ fn subgroup_scan<T: Shuffle>(v: Val<T>, op: &impl Fn(Val<T>, Val<T>) -> Val<T>) 
 ///
 /// ```
 /// # use qd::prelude::*;
-/// let k = Kernel::explicit("block_or", 128, |k| {
-///     let a = k.array::<u32>("a");
+/// #[qd::kernel(block_dim = 128)]
+/// fn block_or(a: &mut [u32]) {
 ///     let t = block::thread_idx();
-///     let r = block::reduce(a.get(t), 128, |x, y| x | y);
-///     if_(t.eq(0), || a.set(0, r));
-/// });
+///     let r = block::reduce(a[t], 128, |x, y| x | y);
+///     if t == 0 {
+///         a[0] = r;
+///     }
+/// }
 /// let d = Device::cpu();
-/// let a = d.array_from(&(0..128).map(|i| 1u32 << (i % 32)).collect::<Vec<_>>()).unwrap();
-/// d.launch_grid(&k, 1, &[a.arg()]).unwrap();
+/// let mut a = d.array_from(&(0..128).map(|i| 1u32 << (i % 32)).collect::<Vec<_>>()).unwrap();
+/// block_or().launch_grid(&d, 1, (&mut a,)).unwrap();
 /// assert_eq!(a.to_vec().unwrap()[0], u32::MAX);
 /// ```
 #[track_caller]

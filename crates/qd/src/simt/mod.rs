@@ -3,6 +3,7 @@
 
 pub mod atomic;
 pub mod block;
+pub(crate) mod block_radix;
 pub mod grid;
 mod shaped;
 pub mod subgroup;

@@ -1,6 +1,7 @@
 //! A block's scheduler: its subgroups' paths run round-robin on one OS thread, yielding at loop
 //! back-edges and block barriers; the progress watch reports hangs and the time limit.
 
+use super::weak::View;
 use super::{
     full, lanes, width_mask, BlockExec, CpuArg, EmuError, EmuErrorKind, Event, Frame, Path, Shared, Subgroup, Watch,
 };
@@ -50,46 +51,53 @@ impl<'a, 'b> BlockExec<'a, 'b> {
             frames: Vec::new(),
             free_frames: Vec::new(),
             queue,
+            at_barrier: Vec::new(),
+            ticks: 0,
             last_spin_op: None,
             current_op: None,
             last_loop: None,
+            weak: sh.weak.as_ref().map(|_| View::default()),
         }
     }
 
+    /// Runs the block to its end.
     pub(super) fn run(mut self, watch: &mut Watch) -> Result<(), EmuError> {
-        let mut at_barrier: Vec<Path> = Vec::new();
-        let mut tick = 0u32;
-        loop {
-            while let Some(path) = self.queue.pop_front() {
-                match self.run_path(path)? {
-                    Event::Yield(p) => {
-                        self.last_loop = self.innermost_loop(&p);
-                        self.queue.push_back(p)
-                    }
-                    Event::Gone => {}
-                    Event::Barrier(p) => at_barrier.push(p),
+        while !self.step(watch)? {}
+        Ok(())
+    }
+
+    /// Runs one path until it yields (a loop back-edge, a barrier, its end), or releases the block
+    /// barrier every live path waits at; returns `true` once the block has finished. The weak-memory
+    /// scheduler interleaves several blocks on one thread one step at a time.
+    pub(super) fn step(&mut self, watch: &mut Watch) -> Result<bool, EmuError> {
+        if let Some(path) = self.queue.pop_front() {
+            match self.run_path(path)? {
+                Event::Yield(p) => {
+                    self.last_loop = self.innermost_loop(&p);
+                    self.queue.push_back(p)
                 }
-                tick = tick.wrapping_add(1);
-                if tick.is_multiple_of(64) {
-                    self.check_progress(watch)?;
-                }
+                Event::Gone => {}
+                Event::Barrier(p) => self.at_barrier.push(p),
             }
-            if at_barrier.is_empty() {
-                break;
+            self.ticks = self.ticks.wrapping_add(1);
+            if self.ticks.is_multiple_of(64) {
+                self.check_progress(watch)?;
             }
-            self.release_barrier(&mut at_barrier)?;
+            return Ok(false);
         }
-        let waiting: Vec<_> = self.frames.iter().filter(|f| !matches!(f, Frame::Free)).collect();
-        if !waiting.is_empty() {
+        if !self.at_barrier.is_empty() {
+            let mut at = std::mem::take(&mut self.at_barrier);
+            self.release_barrier(&mut at)?;
+            return Ok(false);
+        }
+        let waiting = self.frames.iter().filter(|f| !matches!(f, Frame::Free)).count();
+        if waiting > 0 {
             return Err(self.err(
                 None,
-                EmuErrorKind::Deadlock {
-                    block: self.block,
-                    detail: format!("{} join points never completed", waiting.len()),
-                },
+                EmuErrorKind::Deadlock { block: self.block, detail: format!("{waiting} join points never completed") },
             ));
         }
-        Ok(())
+        Ok(true)
     }
 
     fn check_progress(&mut self, watch: &mut Watch) -> Result<(), EmuError> {
