@@ -711,12 +711,39 @@ macro_rules! typed_block_ops {
 }
 
 typed_block_ops!(
-    (reduce_add, reduce_all_add, inclusive_add, exclusive_add, "add", |a: Val<T>, b: Val<T>| a + b, T::ZERO,
-        "|x: i32, y: i32| x + y", "0"),
-    (reduce_min, reduce_all_min, inclusive_min, exclusive_min, "min", |a: Val<T>, b: Val<T>| a.min(b), T::MAX,
-        "|x: i32, y: i32| x.min(y)", "i32::MAX"),
-    (reduce_max, reduce_all_max, inclusive_max, exclusive_max, "max", |a: Val<T>, b: Val<T>| a.max(b), T::MIN,
-        "|x: i32, y: i32| x.max(y)", "i32::MIN")
+    (
+        reduce_add,
+        reduce_all_add,
+        inclusive_add,
+        exclusive_add,
+        "add",
+        |a: Val<T>, b: Val<T>| a + b,
+        T::ZERO,
+        "|x: i32, y: i32| x + y",
+        "0"
+    ),
+    (
+        reduce_min,
+        reduce_all_min,
+        inclusive_min,
+        exclusive_min,
+        "min",
+        |a: Val<T>, b: Val<T>| a.min(b),
+        T::MAX,
+        "|x: i32, y: i32| x.min(y)",
+        "i32::MAX"
+    ),
+    (
+        reduce_max,
+        reduce_all_max,
+        inclusive_max,
+        exclusive_max,
+        "max",
+        |a: Val<T>, b: Val<T>| a.max(b),
+        T::MIN,
+        "|x: i32, y: i32| x.max(y)",
+        "i32::MIN"
+    )
 );
 
 /// Block radix ranking by match-and-count (seed 000): the stable rank of `key` within the block under
