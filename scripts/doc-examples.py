@@ -37,7 +37,7 @@ def check(root):
                         missing.append(item)
                 elif re.match(r"(struct|enum|trait)\..*\.html$", name):
                     # Inherent and trait methods only: implementations are documented by their trait.
-                    cuts = [html.find(m) for m in ('id="trait-implementations"', 'id="foreign-impls"', 'id="implementors"')]
+                    cuts = [html.find(m) for m in ('id="trait-implementations"', 'id="synthetic-implementations"', 'id="blanket-implementations"', 'id="foreign-impls"', 'id="implementors"')]
                     body = html[: min([c for c in cuts if c >= 0], default=len(html))]
                     for m in re.finditer(r'<section id="(?:method|tymethod)\.(\w+)"', body):
                         total += 1
