@@ -36,9 +36,9 @@ def check(root):
                     if i < 0 or not docblock_has_example(html, i):
                         missing.append(item)
                 elif re.match(r"(struct|enum|trait)\..*\.html$", name):
-                    # Inherent methods only: trait implementations are documented by their trait.
-                    cut = html.find('id="trait-implementations"')
-                    body = html[: cut if cut >= 0 else len(html)]
+                    # Inherent and trait methods only: implementations are documented by their trait.
+                    cuts = [html.find(m) for m in ('id="trait-implementations"', 'id="synthetic-implementations"', 'id="blanket-implementations"', 'id="foreign-impls"', 'id="implementors"')]
+                    body = html[: min([c for c in cuts if c >= 0], default=len(html))]
                     for m in re.finditer(r'<section id="(?:method|tymethod)\.(\w+)"', body):
                         total += 1
                         if not docblock_has_example(body, m.end()):

@@ -76,11 +76,42 @@ pub fn shared_array_shaped<T: Scalar, const N: usize>(shape: [u32; N]) -> Shaped
 
 impl<T: Scalar, const N: usize> ShapedArray<T, N> {
     /// The shape.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// let k = Kernel::explicit("shape", 32, |k| {
+    ///     let out = k.array::<u32>("out");
+    ///     let tile = block::shared_array_shaped::<f32, 2>([4, 8]);
+    ///     let [rows, cols] = tile.shape(); // plain numbers while tracing
+    ///     out.set(block::thread_idx(), rows * 100 + cols);
+    /// });
+    /// let d = Device::cpu();
+    /// let out = d.zeros::<u32>(32).unwrap();
+    /// d.launch_grid(&k, 1, &[out.arg()]).unwrap();
+    /// assert_eq!(out.to_vec().unwrap()[0], 408);
+    /// ```
     pub fn shape(self) -> [u32; N] {
         self.shape
     }
 
     /// The underlying flat shared array (row-major, `shape` multiplied out elements).
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// // Write by [row, column], read back flat: row-major.
+    /// let k = Kernel::explicit("flat", 32, |k| {
+    ///     let out = k.array::<i32>("out");
+    ///     let tile = block::shared_array_shaped::<i32, 2>([4, 8]);
+    ///     let t = block::thread_idx();
+    ///     tile.set([t / 8, t % 8], t * 10);
+    ///     block::sync();
+    ///     out.set(t, tile.flat().get(t));
+    /// });
+    /// let d = Device::cpu();
+    /// let out = d.zeros::<i32>(32).unwrap();
+    /// d.launch_grid(&k, 1, &[out.arg()]).unwrap();
+    /// assert_eq!(out.to_vec().unwrap()[9], 90);
+    /// ```
     pub fn flat(self) -> Array<T> {
         self.flat
     }
@@ -102,18 +133,65 @@ impl<T: Scalar, const N: usize> ShapedArray<T, N> {
     }
 
     /// Element `index` (one index per dimension).
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// // Count into a 2-D table of shared counters with atomics on its elements.
+    /// let k = Kernel::explicit("table", 64, |k| {
+    ///     let out = k.array::<i32>("out");
+    ///     let table = block::shared_array_shaped::<i32, 2>([2, 2]);
+    ///     let t = block::thread_idx();
+    ///     if_(t.lt(4), || table.set([t / 2, t % 2], 0));
+    ///     block::sync();
+    ///     atomic_add(table.at([t % 2, (t / 2) % 2]), 1);
+    ///     block::sync();
+    ///     if_(t.lt(4), || out.set(t, table.get([t / 2, t % 2])));
+    /// });
+    /// let d = Device::cpu();
+    /// let out = d.zeros::<i32>(4).unwrap();
+    /// d.launch_grid(&k, 1, &[out.arg()]).unwrap();
+    /// assert_eq!(out.to_vec().unwrap(), [16; 4]);
+    /// ```
     #[track_caller]
     pub fn at<I: IntoVal<i32>>(self, index: [I; N]) -> Elem<T> {
         self.flat.at(self.flatten(index))
     }
 
     /// Loads element `index`.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// let k = Kernel::explicit("get", 16, |k| {
+    ///     let out = k.array::<i32>("out");
+    ///     let grid = block::shared_array_shaped::<i32, 2>([4, 4]);
+    ///     let t = block::thread_idx();
+    ///     grid.set([t / 4, t % 4], t);
+    ///     block::sync();
+    ///     out.set(t, grid.get([t % 4, t / 4])); // the transpose
+    /// });
+    /// let d = Device::cpu();
+    /// let out = d.zeros::<i32>(16).unwrap();
+    /// d.launch_grid(&k, 1, &[out.arg()]).unwrap();
+    /// assert_eq!(out.to_vec().unwrap()[1], 4);
+    /// ```
     #[track_caller]
     pub fn get<I: IntoVal<i32>>(self, index: [I; N]) -> Val<T> {
         self.flat.get(self.flatten(index))
     }
 
     /// Stores `v` to element `index`.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// // An index outside its dimension is an error on the emulator, even inside the allocation.
+    /// let k = Kernel::explicit("oops", 16, |k| {
+    ///     let cube = block::shared_array_shaped::<f32, 3>([2, 2, 4]);
+    ///     let t = block::thread_idx();
+    ///     cube.set([t / 8, (t / 4) % 2, t], 1.0f32); // t reaches 15, past the last dimension's 4
+    /// });
+    /// let err = Device::cpu().launch_grid(&k, 1, &[]).unwrap_err();
+    /// assert!(err.to_string().contains("out of bounds"), "{err}");
+    /// ```
     #[track_caller]
     pub fn set<I: IntoVal<i32>>(self, index: [I; N], v: impl IntoVal<T>) {
         self.flat.set(self.flatten(index), v)

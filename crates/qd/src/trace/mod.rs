@@ -86,6 +86,18 @@ impl std::fmt::Debug for Kernel {
 
 impl Kernel {
     /// A range kernel (D1): the body calls [`KernelBuilder::parallel_for`] exactly once.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// let square = Kernel::range("square", 64, |k| {
+    ///     let a = k.array::<i32>("a");
+    ///     k.parallel_for(0, a.len(), |i| a.set(i, a.get(i) * a.get(i)));
+    /// });
+    /// let d = Device::cpu();
+    /// let a = d.array_from(&[1i32, 2, 3]).unwrap();
+    /// d.launch(&square, &[a.arg()]).unwrap();
+    /// assert_eq!(a.to_vec().unwrap(), [1, 4, 9]);
+    /// ```
     #[track_caller]
     pub fn range(name: &str, block_dim: u32, body: impl Fn(&mut KernelBuilder) + Send + Sync + 'static) -> Kernel {
         Kernel {
@@ -99,6 +111,23 @@ impl Kernel {
     }
 
     /// An explicit kernel: launched with a grid of blocks of `block_dim` threads chosen at launch.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// // One block per row: the block count is chosen at launch.
+    /// let row_sums = Kernel::explicit("row_sums", 32, |k| {
+    ///     let m = k.array::<f32>("m");
+    ///     let sums = k.array::<f32>("sums");
+    ///     let b = block::block_idx();
+    ///     let total = block::reduce_add(m.get(b * 32 + block::thread_idx()), 32);
+    ///     if_(block::thread_idx().eq(0), || sums.set(b, total));
+    /// });
+    /// let d = Device::cpu();
+    /// let m = d.array_from(&(0..96).map(|x| (x / 32) as f32).collect::<Vec<_>>()).unwrap();
+    /// let sums = d.zeros::<f32>(3).unwrap();
+    /// d.launch_grid(&row_sums, 3, &[m.arg(), sums.arg()]).unwrap();
+    /// assert_eq!(sums.to_vec().unwrap(), [0.0, 32.0, 64.0]);
+    /// ```
     #[track_caller]
     pub fn explicit(name: &str, block_dim: u32, body: impl Fn(&mut KernelBuilder) + Send + Sync + 'static) -> Kernel {
         Kernel {
@@ -113,6 +142,14 @@ impl Kernel {
 
     /// Identity of this kernel definition (the compile cache key): unique for the process, shared
     /// by clones, never reused after the kernel is dropped.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// let a = Kernel::explicit("a", 32, |_| {});
+    /// let b = Kernel::explicit("a", 32, |_| {}); // the same name, another definition
+    /// assert_ne!(a.id(), b.id());
+    /// assert_eq!(a.clone().id(), a.id()); // clones share the compiled code
+    /// ```
     pub fn id(&self) -> u64 {
         self.id
     }
@@ -123,16 +160,37 @@ impl Kernel {
     }
 
     /// The kernel's name.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// assert_eq!(Kernel::explicit("blur", 64, |_| {}).name(), "blur");
+    /// ```
     pub fn name(&self) -> &str {
         &self.name
     }
 
     /// Threads per block.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// assert_eq!(Kernel::explicit("k", 128, |_| {}).block_dim(), 128);
+    /// ```
     pub fn block_dim(&self) -> u32 {
         self.block_dim
     }
 
     /// Range or explicit.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// use qd::ir::LaunchKind;
+    /// let k = Kernel::range("k", 32, |k| {
+    ///     let a = k.array::<i32>("a");
+    ///     k.parallel_for(0, a.len(), |i| a.set(i, 0));
+    /// });
+    /// assert_eq!(k.launch_kind(), LaunchKind::Range);
+    /// assert_eq!(Kernel::explicit("e", 32, |_| {}).launch_kind(), LaunchKind::Explicit);
+    /// ```
     pub fn launch_kind(&self) -> LaunchKind {
         self.launch
     }
@@ -140,12 +198,33 @@ impl Kernel {
     /// The user's line that defined the kernel (its `Kernel::range` / `Kernel::explicit` call):
     /// where an error about the kernel as a whole points (a `block_dim` out of range, a scalar
     /// parameter type the target lacks).
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// let k = Kernel::explicit("here", 32, |_| {});
+    /// assert!(k.defined_at().file.ends_with(".rs"));
+    /// assert!(k.defined_at().line > 0);
+    /// ```
     pub fn defined_at(&self) -> SrcLoc {
         self.defined_at
     }
 
     /// Traces the body for `target` and verifies the result. (`#[track_caller]`, like the launch
     /// calls that trace: a kernel traced inside another kernel's trace is an error at that call.)
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// use qd::target::Target;
+    /// // Trace without running: the IR for a target (here lavapipe's 8-lane Vulkan, no device needed).
+    /// let k = Kernel::range("sum8", 8, |k| {
+    ///     let a = k.array::<i32>("a");
+    ///     k.parallel_for(0, a.len(), |i| a.set(i, subgroup::reduce_all_add(a.get(i))));
+    /// });
+    /// let target = Target::vulkan(8, &qd::backend::spirv::SpirvCaps::lavapipe());
+    /// let ir = k.trace(&target).unwrap();
+    /// assert_eq!(ir.subgroup_size, 8);
+    /// println!("{}", qd::ir::print_kernel(&ir)); // the IR as text
+    /// ```
     #[track_caller]
     pub fn trace(&self, target: &Target) -> Result<ir::Kernel, TraceError> {
         if !is_tracing()
@@ -233,11 +312,41 @@ impl KernelBuilder {
     /// Declares that the kernel needs `feature` although no single instruction shows it (e.g.
     /// [`Feature::SpinWait`] for a look-back whose blocks spin on each other): a target that
     /// lacks it refuses the kernel while tracing, naming the feature and why.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// use qd::ir::DType;
+    /// use qd::target::{Feature, Target};
+    /// // This kernel's result depends on the sign of zero: say so, and targets that drop it refuse it.
+    /// let k = Kernel::range("negate", 32, |k| {
+    ///     k.requires(Feature::SignedZeros(DType::F32));
+    ///     let a = k.array::<f32>("a");
+    ///     k.parallel_for(0, a.len(), |i| a.set(i, -a.get(i)));
+    /// });
+    /// assert!(k.trace(&Target::cpu(32)).is_ok());
+    /// let plain = qd::backend::spirv::SpirvCaps { signed_zeros32: false, ..qd::backend::spirv::SpirvCaps::lavapipe() };
+    /// let err = k.trace(&Target::vulkan(32, &plain)).unwrap_err();
+    /// assert_eq!(err.unsupported, Some(Feature::SignedZeros(DType::F32)));
+    /// ```
     #[track_caller]
     pub fn requires(&mut self, feature: Feature) {
         require("kernel.requires", feature);
     }
     /// Declares the next parameter as a global array of `T`.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// // Parameters are declared in launch order.
+    /// let k = Kernel::range("add", 32, |k| {
+    ///     let x = k.array::<i64>("x");
+    ///     let y = k.array::<i64>("y");
+    ///     k.parallel_for(0, x.len(), |i| y.set(i, x.get(i) + y.get(i)));
+    /// });
+    /// let d = Device::cpu();
+    /// let (x, y) = (d.array_from(&[1i64, 2]).unwrap(), d.array_from(&[10i64, 20]).unwrap());
+    /// d.launch(&k, &[x.arg(), y.arg()]).unwrap();
+    /// assert_eq!(y.to_vec().unwrap(), [11, 22]);
+    /// ```
     #[track_caller]
     pub fn array<T: Scalar>(&mut self, name: &str) -> Array<T> {
         let index = with(|s| {
@@ -248,6 +357,19 @@ impl KernelBuilder {
     }
 
     /// Declares the next parameter as a scalar of `T`, passed by value.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// let k = Kernel::range("fill", 32, |k| {
+    ///     let a = k.array::<u8>("a");
+    ///     let v = k.scalar::<u8>("v");
+    ///     k.parallel_for(0, a.len(), |i| a.set(i, v));
+    /// });
+    /// let d = Device::cpu();
+    /// let a = d.zeros::<u8>(5).unwrap();
+    /// d.launch(&k, &[a.arg(), Arg::scalar(7u8)]).unwrap();
+    /// assert_eq!(a.to_vec().unwrap(), [7; 5]);
+    /// ```
     #[track_caller]
     pub fn scalar<T: Scalar>(&mut self, name: &str) -> Val<T> {
         let v = with(|s| {
@@ -263,6 +385,20 @@ impl KernelBuilder {
     ///
     /// `begin` and `end` must be computable on the host at launch: constants, scalar parameters,
     /// array lengths and arithmetic on them.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// // A range computed on the host from a scalar argument: indices begin..end.
+    /// let k = Kernel::range("window", 64, |k| {
+    ///     let a = k.array::<i32>("a");
+    ///     let begin = k.scalar::<i32>("begin");
+    ///     k.parallel_for(begin, a.len() - 1, |i| a.set(i, i));
+    /// });
+    /// let d = Device::cpu();
+    /// let a = d.zeros::<i32>(10).unwrap();
+    /// d.launch(&k, &[a.arg(), Arg::scalar(3i32)]).unwrap();
+    /// assert_eq!(a.to_vec().unwrap(), [0, 0, 0, 3, 4, 5, 6, 7, 8, 0]);
+    /// ```
     #[track_caller]
     pub fn parallel_for(&mut self, begin: impl IntoVal<i32>, end: impl IntoVal<i32>, body: impl FnOnce(Val<i32>)) {
         let loc = current_loc();
@@ -289,6 +425,20 @@ impl KernelBuilder {
     }
 
     /// The target being traced for.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// // Pick a code path by what the traced target has.
+    /// let k = Kernel::range("width", 32, |k| {
+    ///     let out = k.array::<u32>("out");
+    ///     let wide = k.target().subgroup_size() >= 32;
+    ///     k.parallel_for(0, out.len(), |i| out.set(i, if wide { 1u32 } else { 0u32 }));
+    /// });
+    /// let d = Device::from_name("cpu:sg8").unwrap();
+    /// let out = d.zeros::<u32>(32).unwrap();
+    /// d.launch(&k, &[out.arg()]).unwrap();
+    /// assert_eq!(out.to_vec().unwrap()[0], 0);
+    /// ```
     pub fn target(&self) -> Target {
         target()
     }
@@ -455,6 +605,15 @@ fn with_orphan<R>(loc: SrcLoc, f: impl FnOnce(&mut State) -> R) -> R {
 
 /// Takes the pending error of a traced operation called outside a kernel body on this thread
 /// (see the module documentation), clearing it. [`Kernel::trace`] returns it when there is one.
+///
+/// ```
+/// use qd::prelude::*;
+/// // A traced operation outside any kernel body does not panic: the error waits for the next trace.
+/// let _ = block::thread_idx();
+/// let err = qd::trace::take_misuse().unwrap();
+/// assert!(err.to_string().contains("outside a kernel body"), "{err}");
+/// assert!(qd::trace::take_misuse().is_none()); // taken
+/// ```
 pub fn take_misuse() -> Option<TraceError> {
     let state = ORPHAN.with(|o| o.borrow_mut().take())?;
     let mut e = state.error?;
@@ -465,11 +624,32 @@ pub fn take_misuse() -> Option<TraceError> {
 }
 
 /// The target of the trace in progress.
+///
+/// ```
+/// use qd::prelude::*;
+/// let k = Kernel::range("target", 32, |k| {
+///     let out = k.array::<u32>("out");
+///     let t = qd::trace::target(); // inside a library function, without the builder at hand
+///     let shared_kib = t.limits().max_shared_bytes / 1024;
+///     k.parallel_for(0, out.len(), |i| out.set(i, shared_kib));
+/// });
+/// let d = Device::cpu();
+/// let out = d.zeros::<u32>(1).unwrap();
+/// d.launch(&k, &[out.arg()]).unwrap();
+/// assert_eq!(out.to_vec().unwrap(), [228]);
+/// ```
 pub fn target() -> Target {
     with(|s| s.target.clone())
 }
 
 /// True while a kernel is being traced on this thread.
+///
+/// ```
+/// use qd::prelude::*;
+/// assert!(!qd::trace::is_tracing());
+/// let k = Kernel::explicit("k", 32, |_| assert!(qd::trace::is_tracing()));
+/// Device::cpu().trace(&k).unwrap();
+/// ```
 pub fn is_tracing() -> bool {
     BUILDER.with(|b| b.borrow().is_some())
 }
@@ -513,6 +693,25 @@ impl Drop for OpScope {
 }
 
 /// Records an error naming the current library op (or `op`), at the user's line.
+///
+/// ```
+/// use qd::prelude::*;
+/// // A library function checking a compile-time argument, as the built-in ops do.
+/// #[track_caller]
+/// fn tile_sum(v: Val<i32>, lanes: u32) -> Val<i32> {
+///     if !lanes.is_power_of_two() {
+///         qd::trace::trace_error("tile_sum", format!("{lanes} lanes is not a power of two"));
+///         return v;
+///     }
+///     subgroup::reduce_all_add_tiled(v, lanes.trailing_zeros())
+/// }
+/// let k = Kernel::range("bad", 32, |k| {
+///     let a = k.array::<i32>("a");
+///     k.parallel_for(0, a.len(), |i| a.set(i, tile_sum(a.get(i), 6)));
+/// });
+/// let err = Device::cpu().trace(&k).unwrap_err();
+/// assert!(err.to_string().contains("6 lanes is not a power of two"), "{err}");
+/// ```
 #[track_caller]
 pub fn trace_error(op: &str, message: impl Into<String>) {
     let loc = current_loc();
@@ -522,6 +721,22 @@ pub fn trace_error(op: &str, message: impl Into<String>) {
 /// Asks the target being traced for `feature` on behalf of `op`: true when it has it natively.
 /// When the target lacks it altogether, records an error naming the op, the target, the feature
 /// and why (marked [`TraceError::unsupported`]) at the user's line, and returns false.
+///
+/// ```
+/// use qd::prelude::*;
+/// use qd::target::Feature;
+/// // Ask for a feature the op cannot do without: an error naming the op where the target lacks it.
+/// let k = Kernel::range("tiles64", 64, |k| {
+///     let a = k.array::<i32>("a");
+///     k.parallel_for(0, a.len(), |i| {
+///         if qd::trace::require("my_op", Feature::Tile { lanes: 64 }) {
+///             a.set(i, subgroup::reduce_all_add_tiled(a.get(i), 6));
+///         }
+///     });
+/// });
+/// assert!(Device::from_name("cpu:sg64").unwrap().trace(&k).is_ok());
+/// assert!(Device::from_name("cpu:sg32").unwrap().trace(&k).is_err());
+/// ```
 #[track_caller]
 pub fn require(op: &str, feature: Feature) -> bool {
     let t = target();

@@ -7,8 +7,24 @@ pub trait Scalar: Copy + Send + Sync + 'static + std::fmt::Debug + PartialEq {
     /// The IR type.
     const DTYPE: DType;
     /// Bits, zero-extended to 64.
+    ///
+    /// ```
+    /// use qd::trace::{Scalar, F16};
+    /// // How values cross to the device: their bits, zero-extended to 64.
+    /// assert_eq!((-1i8).to_bits(), 0xFF);
+    /// assert_eq!(1.0f32.to_bits(), 0x3F80_0000);
+    /// assert_eq!(true.to_bits(), 1);
+    /// assert_eq!(F16::from_f32(1.0).to_bits(), 0x3C00);
+    /// ```
     fn to_bits(self) -> u64;
     /// From bits (the low bits of `b`).
+    ///
+    /// ```
+    /// use qd::trace::Scalar;
+    /// assert_eq!(<i16 as Scalar>::from_bits(0xFFFF), -1);
+    /// assert_eq!(<f64 as Scalar>::from_bits(0x4000_0000_0000_0000), 2.0);
+    /// assert!(!<bool as Scalar>::from_bits(0));
+    /// ```
     fn from_bits(b: u64) -> Self;
 }
 
@@ -137,10 +153,31 @@ pub struct BF16(pub u16);
 
 impl F16 {
     /// Rounds an f32 to the nearest half (ties to even).
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// let h = F16::from_f32(0.1);
+    /// assert_eq!(h.to_f32(), 0.099975586); // the nearest f16
+    /// assert_eq!(F16::from_f32(1e6).to_f32(), f32::INFINITY); // overflows
+    /// ```
     pub fn from_f32(x: f32) -> F16 {
         F16(f32_to_f16_bits(x))
     }
     /// Widens exactly.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// // Half-precision arrays: each element's arithmetic runs in f32, rounded back after each op.
+    /// let k = Kernel::range("halve", 32, |k| {
+    ///     let a = k.array::<F16>("a");
+    ///     k.parallel_for(0, a.len(), |i| a.set(i, a.get(i) * F16::from_f32(0.5)));
+    /// });
+    /// let d = Device::cpu();
+    /// let a = d.array_from(&[F16::from_f32(3.0), F16::from_f32(-1.0)]).unwrap();
+    /// d.launch(&k, &[a.arg()]).unwrap();
+    /// let back: Vec<f32> = a.to_vec().unwrap().iter().map(|h| h.to_f32()).collect();
+    /// assert_eq!(back, [1.5, -0.5]);
+    /// ```
     pub fn to_f32(self) -> f32 {
         f16_bits_to_f32(self.0)
     }
@@ -148,6 +185,14 @@ impl F16 {
 
 impl BF16 {
     /// Rounds an f32 to the nearest bf16 (ties to even).
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// // bfloat16 keeps f32's range with 8 bits of precision.
+    /// let big = BF16::from_f32(1e30).to_f32();
+    /// assert!((big / 1e30 - 1.0).abs() < 1.0 / 256.0);
+    /// assert_eq!(BF16::from_f32(1.0 + 1.0 / 512.0).to_f32(), 1.0); // rounded to nearest even
+    /// ```
     pub fn from_f32(x: f32) -> BF16 {
         let b = x.to_bits();
         if x.is_nan() {
@@ -157,6 +202,19 @@ impl BF16 {
         BF16((b.wrapping_add(round) >> 16) as u16)
     }
     /// Widens exactly.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// let k = Kernel::range("bf", 32, |k| {
+    ///     let a = k.array::<BF16>("a");
+    ///     k.parallel_for(0, a.len(), |i| a.set(i, a.get(i) + a.get(i)));
+    /// });
+    /// let d = Device::cpu();
+    /// let a = d.array_from(&[BF16::from_f32(1.5), BF16::from_f32(-3.0)]).unwrap();
+    /// d.launch(&k, &[a.arg()]).unwrap();
+    /// let back: Vec<f32> = a.to_vec().unwrap().iter().map(|b| b.to_f32()).collect();
+    /// assert_eq!(back, [3.0, -6.0]);
+    /// ```
     pub fn to_f32(self) -> f32 {
         f32::from_bits((self.0 as u32) << 16)
     }
@@ -187,6 +245,13 @@ half_scalar!(F16, F16, 0x3C00, 0x7C00, 0xFC00);
 half_scalar!(BF16, BF16, 0x3F80, 0x7F80, 0xFF80);
 
 /// f32 → f16 bits, round to nearest even, with overflow to infinity and subnormals.
+///
+/// ```
+/// use qd::trace::f32_to_f16_bits;
+/// assert_eq!(f32_to_f16_bits(1.0), 0x3C00);
+/// assert_eq!(f32_to_f16_bits(-2.0), 0xC000);
+/// assert_eq!(f32_to_f16_bits(65520.0), 0x7C00); // rounds up to infinity
+/// ```
 pub fn f32_to_f16_bits(x: f32) -> u16 {
     let b = x.to_bits();
     let sign = ((b >> 16) & 0x8000) as u16;
@@ -222,6 +287,12 @@ pub fn f32_to_f16_bits(x: f32) -> u16 {
 }
 
 /// f16 bits → f32, exact.
+///
+/// ```
+/// use qd::trace::f16_bits_to_f32;
+/// assert_eq!(f16_bits_to_f32(0x3C00), 1.0);
+/// assert_eq!(f16_bits_to_f32(0x0001), 5.9604645e-8); // the smallest subnormal
+/// ```
 pub fn f16_bits_to_f32(h: u16) -> f32 {
     let sign = ((h & 0x8000) as u32) << 16;
     let exp = ((h >> 10) & 0x1F) as u32;

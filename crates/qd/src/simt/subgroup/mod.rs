@@ -74,6 +74,20 @@ use crate::trace::{current_loc, emit_at, new_value, op_scope, target, trace_erro
 /// A per-lane predicate: a `Val<bool>`, or any integer value tested `!= 0` ("truthy").
 pub trait Predicate {
     /// The predicate as a bool value.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// use qd::simt::subgroup::Predicate;
+    /// // Integers are predicates too: non-zero is true.
+    /// let k = Kernel::range("preds", 32, |k| {
+    ///     let a = k.array::<i32>("a");
+    ///     k.parallel_for(0, a.len(), |i| a.set(i, select(a.get(i).into_pred(), 1, 0) + select(true.into_pred(), 10, 0)));
+    /// });
+    /// let d = Device::cpu();
+    /// let a = d.array_from(&(0..32).map(|x| x % 3).collect::<Vec<i32>>()).unwrap();
+    /// d.launch(&k, &[a.arg()]).unwrap();
+    /// assert_eq!(a.to_vec().unwrap()[..3], [10, 11, 11]);
+    /// ```
     #[track_caller]
     fn into_pred(self) -> Val<bool>;
 }
@@ -155,6 +169,20 @@ pub(super) fn tile_lane(log2_size: u32) -> Val<u32> {
 ///
 /// Panics when called outside a kernel body; on the host use [`group_size_of`] (or
 /// [`Device::subgroup_size`](crate::runtime::Device::subgroup_size)).
+///
+/// ```
+/// use qd::prelude::*;
+/// // A plain number while tracing: the traced target's width.
+/// let k = Kernel::range("width", 32, |k| {
+///     let out = k.array::<u32>("out");
+///     let w = subgroup::group_size();
+///     k.parallel_for(0, out.len(), |i| out.set(i, w));
+/// });
+/// let d = Device::from_name("cpu:sg16").unwrap();
+/// let out = d.zeros::<u32>(32).unwrap();
+/// d.launch(&k, &[out.arg()]).unwrap();
+/// assert_eq!(out.to_vec().unwrap(), [16; 32]);
+/// ```
 #[track_caller]
 pub fn group_size() -> u32 {
     target().subgroup_size()
@@ -164,6 +192,19 @@ pub fn group_size() -> u32 {
 /// whole subgroup.
 ///
 /// Panics when called outside a kernel body; on the host use [`log2_group_size_of`].
+///
+/// ```
+/// use qd::prelude::*;
+/// // A tile as wide as the subgroup, whatever the device.
+/// let k = Kernel::range("whole", 64, |k| {
+///     let a = k.array::<i32>("a");
+///     k.parallel_for(0, a.len(), |i| a.set(i, subgroup::reduce_all_add_tiled(a.get(i), subgroup::log2_group_size())));
+/// });
+/// let d = Device::from_name("cpu:sg4").unwrap();
+/// let a = d.array_from(&[1i32; 64]).unwrap();
+/// d.launch(&k, &[a.arg()]).unwrap();
+/// assert_eq!(a.to_vec().unwrap(), [4; 64]);
+/// ```
 #[track_caller]
 pub fn log2_group_size() -> u32 {
     target().log2_subgroup_size()
@@ -182,6 +223,11 @@ pub fn group_size_of(device: &crate::runtime::Device) -> u32 {
 }
 
 /// log2 of [`group_size_of`]: the value [`log2_group_size`] folds into kernels traced for `device`.
+///
+/// ```
+/// use qd::prelude::*;
+/// assert_eq!(subgroup::log2_group_size_of(&Device::from_name("cpu:sg64").unwrap()), 6);
+/// ```
 pub fn log2_group_size_of(device: &crate::runtime::Device) -> u32 {
     device.target().log2_subgroup_size()
 }
@@ -190,6 +236,24 @@ pub fn log2_group_size_of(device: &crate::runtime::Device) -> u32 {
 ///
 /// On failure records a trace error naming `op` (or the outermost library op in progress) at the
 /// user's line, and returns false; the caller then returns a placeholder value so tracing can finish.
+///
+/// ```
+/// use qd::prelude::*;
+/// // A library op of your own checks its tile size the way the built-in ones do.
+/// fn my_tiled_sum(v: Val<i32>, log2_size: u32) -> Val<i32> {
+///     if !subgroup::check_log2_size("my_tiled_sum", log2_size) {
+///         return v; // the trace error is recorded; the value is never used
+///     }
+///     subgroup::reduce_all_add_tiled(v, log2_size)
+/// }
+/// let k = Kernel::range("mine", 32, |k| {
+///     let a = k.array::<i32>("a");
+///     k.parallel_for(0, a.len(), |i| a.set(i, my_tiled_sum(a.get(i), 4)));
+/// });
+/// let err = Device::from_name("cpu:sg8").unwrap().trace(&k).unwrap_err();
+/// assert!(err.to_string().contains("log2_size 4 exceeds"), "{err}");
+/// assert!(Device::from_name("cpu:sg16").unwrap().trace(&k).is_ok());
+/// ```
 #[track_caller]
 pub fn check_log2_size(op: &str, log2_size: u32) -> bool {
     let max = log2_group_size();
@@ -254,6 +318,22 @@ pub fn shuffle<T: Shuffle>(value: impl IntoVal<T>, index: impl IntoVal<u32>) -> 
 
 /// Lane `i` reads lane `i + offset`; lanes where `i + offset >= group_size()` get an
 /// implementation-defined value (the emulator returns their own value).
+///
+/// ```
+/// use qd::prelude::*;
+/// // Differences with the next lane (the last lane reads itself, as on CUDA).
+/// let k = Kernel::range("diff", 32, |k| {
+///     let a = k.array::<i32>("a");
+///     let out = k.array::<i32>("out");
+///     k.parallel_for(0, a.len(), |i| out.set(i, subgroup::shuffle_down(a.get(i), 1u32) - a.get(i)));
+/// });
+/// let d = Device::cpu();
+/// let a = d.array_from(&(0..32).map(|x| x * x).collect::<Vec<i32>>()).unwrap();
+/// let out = d.zeros::<i32>(32).unwrap();
+/// d.launch(&k, &[a.arg(), out.arg()]).unwrap();
+/// let out = out.to_vec().unwrap();
+/// assert_eq!((out[0], out[1], out[30]), (1, 3, 61));
+/// ```
 #[track_caller]
 pub fn shuffle_down<T: Shuffle>(value: impl IntoVal<T>, offset: impl IntoVal<u32>) -> Val<T> {
     let _op = op_scope("subgroup.shuffle_down");
@@ -262,6 +342,19 @@ pub fn shuffle_down<T: Shuffle>(value: impl IntoVal<T>, offset: impl IntoVal<u32
 
 /// Lane `i` reads lane `i - offset`; lanes below `offset` get an implementation-defined value (the
 /// emulator returns their own value).
+///
+/// ```
+/// use qd::prelude::*;
+/// // Shift every value one lane up; lane 0 keeps its own.
+/// let k = Kernel::range("shift", 8, |k| {
+///     let a = k.array::<f32>("a");
+///     k.parallel_for(0, a.len(), |i| a.set(i, subgroup::shuffle_up(a.get(i), 1u32)));
+/// });
+/// let d = Device::from_name("cpu:sg8").unwrap();
+/// let a = d.array_from(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]).unwrap();
+/// d.launch(&k, &[a.arg()]).unwrap();
+/// assert_eq!(a.to_vec().unwrap(), [1.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]);
+/// ```
 #[track_caller]
 pub fn shuffle_up<T: Shuffle>(value: impl IntoVal<T>, offset: impl IntoVal<u32>) -> Val<T> {
     let _op = op_scope("subgroup.shuffle_up");
@@ -272,6 +365,19 @@ pub fn shuffle_up<T: Shuffle>(value: impl IntoVal<T>, offset: impl IntoVal<u32>)
 ///
 /// The partner must be inside the subgroup. Traced as one butterfly shuffle (`shfl.sync.bfly` on
 /// CUDA, `OpGroupNonUniformShuffleXor` on SPIR-V), which saves the lane arithmetic.
+///
+/// ```
+/// use qd::prelude::*;
+/// // Swap neighbouring pairs of lanes.
+/// let k = Kernel::range("swap", 8, |k| {
+///     let a = k.array::<u64>("a");
+///     k.parallel_for(0, a.len(), |i| a.set(i, subgroup::shuffle_xor(a.get(i), 1u32)));
+/// });
+/// let d = Device::from_name("cpu:sg8").unwrap();
+/// let a = d.array_from(&[10u64, 11, 12, 13, 14, 15, 16, 17]).unwrap();
+/// d.launch(&k, &[a.arg()]).unwrap();
+/// assert_eq!(a.to_vec().unwrap(), [11, 10, 13, 12, 15, 14, 17, 16]);
+/// ```
 #[track_caller]
 pub fn shuffle_xor<T: Shuffle>(value: impl IntoVal<T>, mask: impl IntoVal<u32>) -> Val<T> {
     let _op = op_scope("subgroup.shuffle_xor");
@@ -285,6 +391,20 @@ pub fn shuffle_xor<T: Shuffle>(value: impl IntoVal<T>, mask: impl IntoVal<u32>) 
 /// the backend cannot prove uniform is lowered to a shuffle; a target that could do neither would
 /// answer [`Feature::DynamicBroadcastLane`]
 /// unsupported, and a varying `index` there is a trace-time error.
+///
+/// ```
+/// use qd::prelude::*;
+/// // Every lane reads lane 3's value.
+/// let k = Kernel::range("third", 32, |k| {
+///     let a = k.array::<i32>("a");
+///     k.parallel_for(0, a.len(), |i| a.set(i, subgroup::broadcast(a.get(i), 3u32)));
+/// });
+/// let d = Device::cpu();
+/// let a = d.array_from(&(0..64).collect::<Vec<i32>>()).unwrap();
+/// d.launch(&k, &[a.arg()]).unwrap();
+/// let a = a.to_vec().unwrap();
+/// assert_eq!((a[0], a[31], a[32]), (3, 3, 35));
+/// ```
 #[track_caller]
 pub fn broadcast<T: Shuffle>(value: impl IntoVal<T>, index: impl IntoVal<u32>) -> Val<T> {
     let _op = op_scope("subgroup.broadcast");
@@ -350,6 +470,19 @@ pub fn ballot(predicate: impl Predicate) -> Val<u64> {
 }
 
 /// Deprecated name of [`ballot`].
+///
+/// ```
+/// use qd::prelude::*;
+/// #[allow(deprecated)]
+/// let k = Kernel::range("old", 32, |k| {
+///     let out = k.array::<u64>("out");
+///     k.parallel_for(0, out.len(), |i| out.set(i, subgroup::ballot_full_subgroup(i.lt(3))));
+/// });
+/// let d = Device::cpu();
+/// let out = d.zeros::<u64>(32).unwrap();
+/// d.launch(&k, &[out.arg()]).unwrap();
+/// assert_eq!(out.to_vec().unwrap()[0], 0b111);
+/// ```
 #[deprecated(note = "qd.simt.subgroup.ballot_full_subgroup() is deprecated; use qd.simt.subgroup.ballot() instead")]
 #[track_caller]
 pub fn ballot_full_subgroup(predicate: impl Predicate) -> Val<u64> {
@@ -442,6 +575,19 @@ pub fn all_true_tiled(predicate: impl Predicate, log2_size: u32) -> Val<i32> {
 }
 
 /// i32 1 on every lane of each tile where the predicate is true on at least one lane of the tile.
+///
+/// ```
+/// use qd::prelude::*;
+/// // Per 4-lane tile: does any lane hold a negative value?
+/// let k = Kernel::range("neg", 8, |k| {
+///     let a = k.array::<i32>("a");
+///     k.parallel_for(0, a.len(), |i| a.set(i, subgroup::any_true_tiled(a.get(i).lt(0), 2)));
+/// });
+/// let d = Device::from_name("cpu:sg8").unwrap();
+/// let a = d.array_from(&[1i32, 2, 3, 4, 5, -6, 7, 8]).unwrap();
+/// d.launch(&k, &[a.arg()]).unwrap();
+/// assert_eq!(a.to_vec().unwrap(), [0, 0, 0, 0, 1, 1, 1, 1]);
+/// ```
 #[track_caller]
 pub fn any_true_tiled(predicate: impl Predicate, log2_size: u32) -> Val<i32> {
     let _op = op_scope("subgroup.any_true_tiled");
@@ -451,6 +597,23 @@ pub fn any_true_tiled(predicate: impl Predicate, log2_size: u32) -> Val<i32> {
 
 /// i32 1 on every lane when the predicate is true on every lane of the subgroup
 /// (`all_true_tiled(p, log2_group_size())`; one `vote.all` on CUDA).
+///
+/// ```
+/// use qd::prelude::*;
+/// let k = Kernel::range("all", 32, |k| {
+///     let a = k.array::<i32>("a");
+///     let out = k.array::<i32>("out");
+///     k.parallel_for(0, a.len(), |i| out.set(i, subgroup::all_true(a.get(i))));
+/// });
+/// let d = Device::cpu();
+/// let mut data = vec![1i32; 64];
+/// data[40] = 0; // the second subgroup has one zero
+/// let a = d.array_from(&data).unwrap();
+/// let out = d.zeros::<i32>(64).unwrap();
+/// d.launch(&k, &[a.arg(), out.arg()]).unwrap();
+/// let out = out.to_vec().unwrap();
+/// assert_eq!((out[0], out[63]), (1, 0));
+/// ```
 #[track_caller]
 pub fn all_true(predicate: impl Predicate) -> Val<i32> {
     let _op = op_scope("subgroup.all_true");
@@ -459,6 +622,21 @@ pub fn all_true(predicate: impl Predicate) -> Val<i32> {
 
 /// i32 1 on every lane when the predicate is true on some lane of the subgroup
 /// (`any_true_tiled(p, log2_group_size())`; one `vote.any` on CUDA).
+///
+/// ```
+/// use qd::prelude::*;
+/// let k = Kernel::range("any", 32, |k| {
+///     let a = k.array::<i32>("a");
+///     let out = k.array::<i32>("out");
+///     k.parallel_for(0, a.len(), |i| out.set(i, subgroup::any_true(a.get(i).gt(100))));
+/// });
+/// let d = Device::cpu();
+/// let a = d.array_from(&(0..64).map(|x| x * 3).collect::<Vec<i32>>()).unwrap();
+/// let out = d.zeros::<i32>(64).unwrap();
+/// d.launch(&k, &[a.arg(), out.arg()]).unwrap();
+/// let out = out.to_vec().unwrap();
+/// assert_eq!((out[0], out[32]), (0, 1)); // 34 * 3 > 100 is in the second subgroup
+/// ```
 #[track_caller]
 pub fn any_true(predicate: impl Predicate) -> Val<i32> {
     let _op = op_scope("subgroup.any_true");
@@ -513,6 +691,24 @@ pub fn all_equal_tiled<T: Shuffle>(value: impl IntoVal<T>, log2_size: u32) -> Va
 
 /// i32 1 on every lane when every lane of the subgroup holds the same value
 /// (`all_equal_tiled(value, log2_group_size())`): NaN unequal, `+0.0 == -0.0`.
+///
+/// ```
+/// use qd::prelude::*;
+/// let k = Kernel::range("same", 8, |k| {
+///     let a = k.array::<f32>("a");
+///     let out = k.array::<i32>("out");
+///     k.parallel_for(0, a.len(), |i| out.set(i, subgroup::all_equal(a.get(i))));
+/// });
+/// let d = Device::from_name("cpu:sg8").unwrap();
+/// let mut data = vec![2.5f32; 16];
+/// data[0] = -0.0;
+/// data[1] = 0.0; // equal to -0.0, but not to 2.5
+/// let a = d.array_from(&data).unwrap();
+/// let out = d.zeros::<i32>(16).unwrap();
+/// d.launch(&k, &[a.arg(), out.arg()]).unwrap();
+/// let out = out.to_vec().unwrap();
+/// assert_eq!((out[0], out[8]), (0, 1));
+/// ```
 #[track_caller]
 pub fn all_equal<T: Shuffle>(value: impl IntoVal<T>) -> Val<i32> {
     let _op = op_scope("subgroup.all_equal");
@@ -546,6 +742,23 @@ pub fn elect() -> Val<i32> {
 }
 
 /// Subgroup barrier: every lane of the subgroup reaches it before any proceeds.
+///
+/// ```
+/// use qd::prelude::*;
+/// // Exchange through shared memory within a subgroup: write, sync the subgroup, read a neighbour.
+/// let k = Kernel::explicit("exchange", 32, |k| {
+///     let out = k.array::<i32>("out");
+///     let s = block::shared_array::<i32>(32);
+///     let t = block::thread_idx();
+///     s.set(t, t * 10);
+///     subgroup::sync();
+///     out.set(t, s.get((t + 1) % 32));
+/// });
+/// let d = Device::cpu();
+/// let out = d.zeros::<i32>(32).unwrap();
+/// d.launch_grid(&k, 1, &[out.arg()]).unwrap();
+/// assert_eq!(out.to_vec().unwrap()[..3], [10, 20, 30]);
+/// ```
 #[track_caller]
 pub fn sync() {
     let _op = op_scope("subgroup.sync");
@@ -553,6 +766,23 @@ pub fn sync() {
 }
 
 /// Deprecated name of [`sync`].
+///
+/// ```
+/// use qd::prelude::*;
+/// #[allow(deprecated)]
+/// let k = Kernel::explicit("old_sync", 32, |k| {
+///     let out = k.array::<i32>("out");
+///     let s = block::shared_array::<i32>(32);
+///     let t = block::thread_idx();
+///     s.set(t, t);
+///     subgroup::barrier(); // the old name of subgroup::sync
+///     out.set(t, s.get(31 - t));
+/// });
+/// let d = Device::cpu();
+/// let out = d.zeros::<i32>(32).unwrap();
+/// d.launch_grid(&k, 1, &[out.arg()]).unwrap();
+/// assert_eq!(out.to_vec().unwrap()[0], 31);
+/// ```
 #[deprecated(
     note = "qd.simt.subgroup.barrier() is deprecated; use qd.simt.subgroup.sync() instead (matching block.sync())."
 )]
@@ -565,6 +795,36 @@ pub fn barrier() {
 /// subgroup-scope fence where the target has one (Vulkan), else a block-scope fence (CUDA, AMDGPU:
 /// over-strict but correct, D6). Sequentially consistent, as seed 002 lowers it (`membar.cta`,
 /// i.e. `fence.sc.cta`, on CUDA; `fence syncscope("workgroup") seq_cst` on AMDGPU).
+///
+/// ```
+/// use qd::prelude::*;
+/// // Lane 0 publishes a value then a flag; the other lanes wait for the flag, then read the value.
+/// let k = Kernel::explicit("publish", 32, |k| {
+///     let out = k.array::<i32>("out");
+///     let data = block::shared_array::<i32>(1);
+///     let flag = block::shared_array::<i32>(1);
+///     let t = block::thread_idx();
+///     if_(t.eq(0), || flag.set(0, 0));
+///     block::sync();
+///     if_else(
+///         t.eq(0),
+///         || {
+///             data.set(0, 7);
+///             subgroup::mem_fence();
+///             atomic_exchange(flag.at(0), 1);
+///         },
+///         || {
+///             while_(|| volatile_load(flag.at(0)).eq(0), || {});
+///             subgroup::mem_fence();
+///         },
+///     );
+///     out.set(t, data.get(0));
+/// });
+/// let d = Device::cpu();
+/// let out = d.zeros::<i32>(32).unwrap();
+/// d.launch_grid(&k, 1, &[out.arg()]).unwrap();
+/// assert_eq!(out.to_vec().unwrap(), [7; 32]);
+/// ```
 #[track_caller]
 pub fn mem_fence() {
     let _op = op_scope("subgroup.mem_fence");
@@ -573,6 +833,20 @@ pub fn mem_fence() {
 }
 
 /// Deprecated name of [`mem_fence`].
+///
+/// ```
+/// use qd::prelude::*;
+/// #[allow(deprecated)]
+/// let k = Kernel::explicit("old_fence", 32, |k| {
+///     let out = k.array::<i32>("out");
+///     subgroup::memory_barrier(); // the old name of subgroup::mem_fence
+///     out.set(block::thread_idx(), 1);
+/// });
+/// let d = Device::cpu();
+/// let out = d.zeros::<i32>(32).unwrap();
+/// d.launch_grid(&k, 1, &[out.arg()]).unwrap();
+/// assert_eq!(out.to_vec().unwrap(), [1; 32]);
+/// ```
 #[deprecated(note = "qd.simt.subgroup.memory_barrier() is deprecated; use qd.simt.subgroup.mem_fence() instead.")]
 #[track_caller]
 pub fn memory_barrier() {
@@ -587,6 +861,25 @@ pub fn memory_barrier() {
 /// `0..=31` (a constant outside that range is a trace-time error).
 pub trait LaneId {
     /// As a u32 value, checking constants while tracing.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// use qd::simt::subgroup::LaneId;
+    /// // What the lanemask helpers do with their argument: constants are range-checked while tracing.
+    /// let k = Kernel::range("lanes", 32, |k| {
+    ///     let out = k.array::<u32>("out");
+    ///     k.parallel_for(0, out.len(), |i| out.set(i, 7u32.lane_u32("example") + i.lane_u32("example")));
+    /// });
+    /// let d = Device::cpu();
+    /// let out = d.zeros::<u32>(32).unwrap();
+    /// d.launch(&k, &[out.arg()]).unwrap();
+    /// assert_eq!(out.to_vec().unwrap()[3], 10);
+    /// let bad = Kernel::range("bad", 32, |k| {
+    ///     let out = k.array::<u32>("out");
+    ///     k.parallel_for(0, out.len(), |i| out.set(i, 40u32.lane_u32("example")));
+    /// });
+    /// assert!(d.trace(&bad).is_err()); // 40 is not a lane of a u32 mask
+    /// ```
     #[track_caller]
     fn lane_u32(self, op: &str) -> Val<u32>;
 }
@@ -649,24 +942,75 @@ pub fn lanemask_lt(lane_id: impl LaneId) -> Val<u32> {
 }
 
 /// u32 with bit `i` set for every `i <= lane_id` (`lanemask_lt | lanemask_eq`).
+///
+/// ```
+/// use qd::prelude::*;
+/// let k = Kernel::range("le", 32, |k| {
+///     let out = k.array::<u32>("out");
+///     k.parallel_for(0, out.len(), |i| out.set(i, subgroup::lanemask_le(subgroup::invocation_id())));
+/// });
+/// let d = Device::cpu();
+/// let out = d.zeros::<u32>(32).unwrap();
+/// d.launch(&k, &[out.arg()]).unwrap();
+/// let out = out.to_vec().unwrap();
+/// assert_eq!((out[0], out[3], out[31]), (0b1, 0b1111, u32::MAX));
+/// ```
 #[track_caller]
 pub fn lanemask_le(lane_id: impl LaneId) -> Val<u32> {
     lanemask("subgroup.lanemask_le", lane_id, |b| b | (b - 1u32))
 }
 
 /// u32 with only bit `lane_id` set: `1 << lane_id`.
+///
+/// ```
+/// use qd::prelude::*;
+/// let k = Kernel::range("eq", 32, |k| {
+///     let out = k.array::<u32>("out");
+///     k.parallel_for(0, out.len(), |i| out.set(i, subgroup::lanemask_eq(subgroup::invocation_id())));
+/// });
+/// let d = Device::cpu();
+/// let out = d.zeros::<u32>(32).unwrap();
+/// d.launch(&k, &[out.arg()]).unwrap();
+/// assert_eq!(out.to_vec().unwrap()[5], 1 << 5);
+/// ```
 #[track_caller]
 pub fn lanemask_eq(lane_id: impl LaneId) -> Val<u32> {
     lanemask("subgroup.lanemask_eq", lane_id, |b| b)
 }
 
 /// u32 with bit `i` set for every `i > lane_id` (`!lanemask_le`).
+///
+/// ```
+/// use qd::prelude::*;
+/// let k = Kernel::range("gt", 32, |k| {
+///     let out = k.array::<u32>("out");
+///     k.parallel_for(0, out.len(), |i| out.set(i, subgroup::lanemask_gt(subgroup::invocation_id())));
+/// });
+/// let d = Device::cpu();
+/// let out = d.zeros::<u32>(32).unwrap();
+/// d.launch(&k, &[out.arg()]).unwrap();
+/// let out = out.to_vec().unwrap();
+/// assert_eq!((out[0], out[30], out[31]), (u32::MAX << 1, 1 << 31, 0));
+/// ```
 #[track_caller]
 pub fn lanemask_gt(lane_id: impl LaneId) -> Val<u32> {
     lanemask("subgroup.lanemask_gt", lane_id, |b| !(b | (b - 1u32)))
 }
 
 /// u32 with bit `i` set for every `i >= lane_id` (`!lanemask_lt`).
+///
+/// ```
+/// use qd::prelude::*;
+/// // A constant lane works too (checked while tracing to be 0..=31).
+/// let k = Kernel::range("ge", 32, |k| {
+///     let out = k.array::<u32>("out");
+///     k.parallel_for(0, out.len(), |i| out.set(i, subgroup::lanemask_ge(4u32)));
+/// });
+/// let d = Device::cpu();
+/// let out = d.zeros::<u32>(32).unwrap();
+/// d.launch(&k, &[out.arg()]).unwrap();
+/// assert_eq!(out.to_vec().unwrap()[0], u32::MAX << 4);
+/// ```
 #[track_caller]
 pub fn lanemask_ge(lane_id: impl LaneId) -> Val<u32> {
     lanemask("subgroup.lanemask_ge", lane_id, |b| !(b - 1u32))

@@ -160,7 +160,7 @@ fn segmented_tiled<T: Shuffle>(name: &'static str, op: Op, value: Val<T>, head: 
 macro_rules! reductions {
     ($op:ident, $opname:literal,
      $tiled:ident, $full:ident, $all_tiled:ident, $all_full:ident, $seg_tiled:ident, $seg_full:ident,
-     $tiled_ex:literal, $all_ex:literal, $seg_ex:literal) => {
+     $tiled_ex:literal, $all_ex:literal, $seg_ex:literal, $host:literal) => {
         #[doc = concat!("The ", $opname, " of `value` over each aligned `2^log2_size`-lane tile, valid in the tile's")]
         #[doc = "lane 0 only (other lanes hold partial results).\n\n"]
         #[doc = "A `shuffle_down` tree: `log2_size` shuffles and ops, fully unrolled. On sm_80+ CUDA a"]
@@ -169,6 +169,29 @@ macro_rules! reductions {
         #[doc = "the emulator) a full-subgroup integer one is a single instruction. `log2_size` above"]
         #[doc = "[`log2_group_size`] is a trace-time error."]
         #[doc = $tiled_ex]
+        #[doc = concat!(
+            "\n```\n",
+            "use qd::prelude::*;\n",
+            "let k = Kernel::range(\"k\", 8, |k| {\n",
+            "    let a = k.array::<i32>(\"a\");\n",
+            "    let out = k.array::<i32>(\"out\");\n",
+            "    k.parallel_for(0, a.len(), |i| {\n",
+            "        let r = subgroup::", stringify!($tiled), "(a.get(i), 2);\n",
+            "        if_((subgroup::invocation_id() % 4).eq(0), || out.set(i, r)); // valid in each tile's lane 0\n",
+            "    });\n",
+            "});\n",
+            "let d = Device::from_name(\"cpu:sg8\").unwrap();\n",
+            "let data: Vec<i32> = (0..32).map(|x| (x * 7) % 11 - 5).collect();\n",
+            "let a = d.array_from(&data).unwrap();\n",
+            "let out = d.zeros::<i32>(32).unwrap();\n",
+            "d.launch(&k, &[a.arg(), out.arg()]).unwrap();\n",
+            "let op = ", $host, ";\n",
+            "let got = out.to_vec().unwrap();\n",
+            "for (t, c) in data.chunks(4).enumerate() {\n",
+            "    assert_eq!(got[t * 4], c.iter().copied().reduce(op).unwrap());\n",
+            "}\n",
+            "```",
+        )]
         #[track_caller]
         pub fn $tiled<T: Shuffle>(value: impl IntoVal<T>, log2_size: u32) -> Val<T> {
             let name = concat!("subgroup.", stringify!($tiled));
@@ -179,6 +202,29 @@ macro_rules! reductions {
 
         #[doc = concat!("The ", $opname, " of `value` over the whole subgroup, valid in lane 0 only:")]
         #[doc = concat!("`", stringify!($tiled), "(value, log2_group_size())`.")]
+        #[doc = concat!(
+            "\n```\n",
+            "use qd::prelude::*;\n",
+            "let k = Kernel::range(\"k\", 8, |k| {\n",
+            "    let a = k.array::<i32>(\"a\");\n",
+            "    let out = k.array::<i32>(\"out\");\n",
+            "    k.parallel_for(0, a.len(), |i| {\n",
+            "        let r = subgroup::", stringify!($full), "(a.get(i));\n",
+            "        if_((subgroup::invocation_id() % 8).eq(0), || out.set(i, r)); // valid in each tile's lane 0\n",
+            "    });\n",
+            "});\n",
+            "let d = Device::from_name(\"cpu:sg8\").unwrap();\n",
+            "let data: Vec<i32> = (0..32).map(|x| (x * 7) % 11 - 5).collect();\n",
+            "let a = d.array_from(&data).unwrap();\n",
+            "let out = d.zeros::<i32>(32).unwrap();\n",
+            "d.launch(&k, &[a.arg(), out.arg()]).unwrap();\n",
+            "let op = ", $host, ";\n",
+            "let got = out.to_vec().unwrap();\n",
+            "for (t, c) in data.chunks(8).enumerate() {\n",
+            "    assert_eq!(got[t * 8], c.iter().copied().reduce(op).unwrap());\n",
+            "}\n",
+            "```",
+        )]
         #[track_caller]
         pub fn $full<T: Shuffle>(value: impl IntoVal<T>) -> Val<T> {
             let _op = op_scope(concat!("subgroup.", stringify!($full)));
@@ -191,6 +237,30 @@ macro_rules! reductions {
         #[doc = "`redux.sync` for a full-warp 32-bit integer reduction on sm_80+ CUDA, and a single"]
         #[doc = "instruction for a full-subgroup integer one where the target has `Feature::SubgroupArith`."]
         #[doc = $all_ex]
+        #[doc = concat!(
+            "\n```\n",
+            "use qd::prelude::*;\n",
+            "let k = Kernel::range(\"k\", 8, |k| {\n",
+            "    let a = k.array::<i32>(\"a\");\n",
+            "    let out = k.array::<i32>(\"out\");\n",
+            "    k.parallel_for(0, a.len(), |i| {\n",
+            "        let r = subgroup::", stringify!($all_tiled), "(a.get(i), 2);\n",
+            "        out.set(i, r);\n",
+            "    });\n",
+            "});\n",
+            "let d = Device::from_name(\"cpu:sg8\").unwrap();\n",
+            "let data: Vec<i32> = (0..32).map(|x| (x * 7) % 11 - 5).collect();\n",
+            "let a = d.array_from(&data).unwrap();\n",
+            "let out = d.zeros::<i32>(32).unwrap();\n",
+            "d.launch(&k, &[a.arg(), out.arg()]).unwrap();\n",
+            "let op = ", $host, ";\n",
+            "let got = out.to_vec().unwrap();\n",
+            "for (j, &g) in got.iter().enumerate() {\n",
+            "    let tile = &data[j / 4 * 4..][..4];\n",
+            "    assert_eq!(g, tile.iter().copied().reduce(op).unwrap());\n",
+            "}\n",
+            "```",
+        )]
         #[track_caller]
         pub fn $all_tiled<T: Shuffle>(value: impl IntoVal<T>, log2_size: u32) -> Val<T> {
             let name = concat!("subgroup.", stringify!($all_tiled));
@@ -201,6 +271,30 @@ macro_rules! reductions {
 
         #[doc = concat!("The ", $opname, " of `value` over the whole subgroup, in every lane:")]
         #[doc = concat!("`", stringify!($all_tiled), "(value, log2_group_size())`.")]
+        #[doc = concat!(
+            "\n```\n",
+            "use qd::prelude::*;\n",
+            "let k = Kernel::range(\"k\", 8, |k| {\n",
+            "    let a = k.array::<i32>(\"a\");\n",
+            "    let out = k.array::<i32>(\"out\");\n",
+            "    k.parallel_for(0, a.len(), |i| {\n",
+            "        let r = subgroup::", stringify!($all_full), "(a.get(i));\n",
+            "        out.set(i, r);\n",
+            "    });\n",
+            "});\n",
+            "let d = Device::from_name(\"cpu:sg8\").unwrap();\n",
+            "let data: Vec<i32> = (0..32).map(|x| (x * 7) % 11 - 5).collect();\n",
+            "let a = d.array_from(&data).unwrap();\n",
+            "let out = d.zeros::<i32>(32).unwrap();\n",
+            "d.launch(&k, &[a.arg(), out.arg()]).unwrap();\n",
+            "let op = ", $host, ";\n",
+            "let got = out.to_vec().unwrap();\n",
+            "for (j, &g) in got.iter().enumerate() {\n",
+            "    let tile = &data[j / 8 * 8..][..8];\n",
+            "    assert_eq!(g, tile.iter().copied().reduce(op).unwrap());\n",
+            "}\n",
+            "```",
+        )]
         #[track_caller]
         pub fn $all_full<T: Shuffle>(value: impl IntoVal<T>) -> Val<T> {
             let _op = op_scope(concat!("subgroup.", stringify!($all_full)));
@@ -213,6 +307,31 @@ macro_rules! reductions {
         #[doc = "One ballot, a find-last-set for the distance to the head (a u32 bitmask for tiles of up"]
         #[doc = "to 32 lanes, u64 for 64), then `log2_size` guarded `shuffle_up` steps."]
         #[doc = $seg_ex]
+        #[doc = concat!(
+            "\n```\n",
+            "use qd::prelude::*;\n",
+            "let k = Kernel::range(\"k\", 8, |k| {\n",
+            "    let a = k.array::<i32>(\"a\");\n",
+            "    let out = k.array::<i32>(\"out\");\n",
+            "    k.parallel_for(0, a.len(), |i| {\n",
+            "        let r = subgroup::", stringify!($seg_tiled), "(a.get(i), (i % 3).eq(0), 2);\n",
+            "        out.set(i, r);\n",
+            "    });\n",
+            "});\n",
+            "let d = Device::from_name(\"cpu:sg8\").unwrap();\n",
+            "let data: Vec<i32> = (0..32).map(|x| (x * 7) % 11 - 5).collect();\n",
+            "let a = d.array_from(&data).unwrap();\n",
+            "let out = d.zeros::<i32>(32).unwrap();\n",
+            "d.launch(&k, &[a.arg(), out.arg()]).unwrap();\n",
+            "let op = ", $host, ";\n",
+            "let got = out.to_vec().unwrap();\n",
+            "for (j, &g) in got.iter().enumerate() {\n",
+            "    // From the last head (or the tile's first lane) up to lane j.\n",
+            "    let start = (0..=j).rev().find(|&h| h % 3 == 0 || h % 4 == 0).unwrap();\n",
+            "    assert_eq!(g, data[start..=j].iter().copied().reduce(op).unwrap());\n",
+            "}\n",
+            "```",
+        )]
         #[track_caller]
         pub fn $seg_tiled<T: Shuffle>(value: impl IntoVal<T>, head: impl Predicate, log2_size: u32) -> Val<T> {
             let name = concat!("subgroup.", stringify!($seg_tiled));
@@ -224,6 +343,31 @@ macro_rules! reductions {
 
         #[doc = concat!("Segmented inclusive ", $opname, " over the whole subgroup:")]
         #[doc = concat!("`", stringify!($seg_tiled), "(value, head, log2_group_size())`.")]
+        #[doc = concat!(
+            "\n```\n",
+            "use qd::prelude::*;\n",
+            "let k = Kernel::range(\"k\", 8, |k| {\n",
+            "    let a = k.array::<i32>(\"a\");\n",
+            "    let out = k.array::<i32>(\"out\");\n",
+            "    k.parallel_for(0, a.len(), |i| {\n",
+            "        let r = subgroup::", stringify!($seg_full), "(a.get(i), (i % 3).eq(0));\n",
+            "        out.set(i, r);\n",
+            "    });\n",
+            "});\n",
+            "let d = Device::from_name(\"cpu:sg8\").unwrap();\n",
+            "let data: Vec<i32> = (0..32).map(|x| (x * 7) % 11 - 5).collect();\n",
+            "let a = d.array_from(&data).unwrap();\n",
+            "let out = d.zeros::<i32>(32).unwrap();\n",
+            "d.launch(&k, &[a.arg(), out.arg()]).unwrap();\n",
+            "let op = ", $host, ";\n",
+            "let got = out.to_vec().unwrap();\n",
+            "for (j, &g) in got.iter().enumerate() {\n",
+            "    // From the last head (or the tile's first lane) up to lane j.\n",
+            "    let start = (0..=j).rev().find(|&h| h % 3 == 0 || h % 8 == 0).unwrap();\n",
+            "    assert_eq!(g, data[start..=j].iter().copied().reduce(op).unwrap());\n",
+            "}\n",
+            "```",
+        )]
         #[track_caller]
         pub fn $seg_full<T: Shuffle>(value: impl IntoVal<T>, head: impl Predicate) -> Val<T> {
             let _op = op_scope(concat!("subgroup.", stringify!($seg_full)));
@@ -297,7 +441,8 @@ h[6] = 7; // any non-zero value is a head
 let head = d.array_from(&h).unwrap();
 seg().launch(&d, (&mut a, &head)).unwrap();
 assert_eq!(a.to_vec().unwrap()[..10], [1, 2, 3, 1, 2, 3, 1, 2, 3, 4]);
-```"#
+```"#,
+    "|x: i32, y: i32| x.wrapping_add(y)"
 );
 reductions!(
     Min,
@@ -310,7 +455,8 @@ reductions!(
     segmented_reduce_min,
     "",
     "",
-    ""
+    "",
+    "|x: i32, y: i32| x.min(y)"
 );
 reductions!(
     Max,
@@ -323,5 +469,6 @@ reductions!(
     segmented_reduce_max,
     "",
     "",
-    ""
+    "",
+    "|x: i32, y: i32| x.max(y)"
 );

@@ -70,7 +70,7 @@ fn exclusive_tiled<T: Shuffle>(name: &'static str, op: Op, value: Val<T>, log2_s
 
 macro_rules! scans {
     ($op:ident, $desc:literal, $types:literal, $inc_tiled:ident, $inc:ident, $exc_tiled:ident, $exc:ident,
-     $inc_ex:literal, $exc_ex:literal) => {
+     $inc_ex:literal, $exc_ex:literal, $host:literal, $identity:literal) => {
         #[doc = concat!("Inclusive ", $desc, " scan within each aligned `2^log2_size`-lane tile: tile lane `k` gets")]
         #[doc = "`v[0] op v[1] op … op v[k]` of its tile, folded from the left.\n\n"]
         #[doc = concat!("Accepts ", $types, ". `log2_size` shuffle_up steps, fully unrolled (a single")]
@@ -78,6 +78,25 @@ macro_rules! scans {
         #[doc = "`Feature::SubgroupArith`: Metal's `simd_prefix_inclusive_sum` on 32-bit integers, the"]
         #[doc = "emulator); `log2_size` above [`log2_group_size`] is a trace-time error."]
         #[doc = $inc_ex]
+        #[doc = concat!(
+            "\n```\n",
+            "use qd::prelude::*;\n",
+            "let k = Kernel::range(\"k\", 8, |k| {\n",
+            "    let a = k.array::<i32>(\"a\");\n",
+            "    k.parallel_for(0, a.len(), |i| a.set(i, subgroup::", stringify!($inc_tiled), "(a.get(i), 2)));\n",
+            "});\n",
+            "let d = Device::from_name(\"cpu:sg8\").unwrap();\n",
+            "let data: Vec<i32> = (0..32).map(|x| (x * 7) % 11 - 5).collect();\n",
+            "let a = d.array_from(&data).unwrap();\n",
+            "d.launch(&k, &[a.arg()]).unwrap();\n",
+            "let (op, identity) = (", $host, ", ", $identity, ");\n",
+            "for (j, &got) in a.to_vec().unwrap().iter().enumerate() {\n",
+            "    let tile_start = j / 4 * 4;\n",
+            "    let want = data[tile_start..=j].iter().copied().fold(identity, op);\n",
+            "    assert_eq!(got, want, \"lane {j}\");\n",
+            "}\n",
+            "```",
+        )]
         #[track_caller]
         pub fn $inc_tiled<T: Shuffle>(value: impl IntoVal<T>, log2_size: u32) -> Val<T> {
             let name = concat!("subgroup.", stringify!($inc_tiled));
@@ -88,6 +107,25 @@ macro_rules! scans {
 
         #[doc = concat!("Inclusive ", $desc, " scan over the whole subgroup:")]
         #[doc = concat!("`", stringify!($inc_tiled), "(value, log2_group_size())`.")]
+        #[doc = concat!(
+            "\n```\n",
+            "use qd::prelude::*;\n",
+            "let k = Kernel::range(\"k\", 8, |k| {\n",
+            "    let a = k.array::<i32>(\"a\");\n",
+            "    k.parallel_for(0, a.len(), |i| a.set(i, subgroup::", stringify!($inc), "(a.get(i))));\n",
+            "});\n",
+            "let d = Device::from_name(\"cpu:sg8\").unwrap();\n",
+            "let data: Vec<i32> = (0..32).map(|x| (x * 7) % 11 - 5).collect();\n",
+            "let a = d.array_from(&data).unwrap();\n",
+            "d.launch(&k, &[a.arg()]).unwrap();\n",
+            "let (op, identity) = (", $host, ", ", $identity, ");\n",
+            "for (j, &got) in a.to_vec().unwrap().iter().enumerate() {\n",
+            "    let tile_start = j / 8 * 8;\n",
+            "    let want = data[tile_start..=j].iter().copied().fold(identity, op);\n",
+            "    assert_eq!(got, want, \"lane {j}\");\n",
+            "}\n",
+            "```",
+        )]
         #[track_caller]
         pub fn $inc<T: Shuffle>(value: impl IntoVal<T>) -> Val<T> {
             let _op = op_scope(concat!("subgroup.", stringify!($inc)));
@@ -100,6 +138,25 @@ macro_rules! scans {
         #[doc = "ones, min the largest value (+inf for floats), max the smallest (-inf for floats, 0 for"]
         #[doc = "unsigned)."]
         #[doc = $exc_ex]
+        #[doc = concat!(
+            "\n```\n",
+            "use qd::prelude::*;\n",
+            "let k = Kernel::range(\"k\", 8, |k| {\n",
+            "    let a = k.array::<i32>(\"a\");\n",
+            "    k.parallel_for(0, a.len(), |i| a.set(i, subgroup::", stringify!($exc_tiled), "(a.get(i), 2)));\n",
+            "});\n",
+            "let d = Device::from_name(\"cpu:sg8\").unwrap();\n",
+            "let data: Vec<i32> = (0..32).map(|x| (x * 7) % 11 - 5).collect();\n",
+            "let a = d.array_from(&data).unwrap();\n",
+            "d.launch(&k, &[a.arg()]).unwrap();\n",
+            "let (op, identity) = (", $host, ", ", $identity, ");\n",
+            "for (j, &got) in a.to_vec().unwrap().iter().enumerate() {\n",
+            "    let tile_start = j / 4 * 4;\n",
+            "    let want = data[tile_start..j].iter().copied().fold(identity, op); // lane 0: the identity\n",
+            "    assert_eq!(got, want, \"lane {j}\");\n",
+            "}\n",
+            "```",
+        )]
         #[track_caller]
         pub fn $exc_tiled<T: Shuffle>(value: impl IntoVal<T>, log2_size: u32) -> Val<T> {
             let name = concat!("subgroup.", stringify!($exc_tiled));
@@ -110,6 +167,25 @@ macro_rules! scans {
 
         #[doc = concat!("Exclusive ", $desc, " scan over the whole subgroup:")]
         #[doc = concat!("`", stringify!($exc_tiled), "(value, log2_group_size())`.")]
+        #[doc = concat!(
+            "\n```\n",
+            "use qd::prelude::*;\n",
+            "let k = Kernel::range(\"k\", 8, |k| {\n",
+            "    let a = k.array::<i32>(\"a\");\n",
+            "    k.parallel_for(0, a.len(), |i| a.set(i, subgroup::", stringify!($exc), "(a.get(i))));\n",
+            "});\n",
+            "let d = Device::from_name(\"cpu:sg8\").unwrap();\n",
+            "let data: Vec<i32> = (0..32).map(|x| (x * 7) % 11 - 5).collect();\n",
+            "let a = d.array_from(&data).unwrap();\n",
+            "d.launch(&k, &[a.arg()]).unwrap();\n",
+            "let (op, identity) = (", $host, ", ", $identity, ");\n",
+            "for (j, &got) in a.to_vec().unwrap().iter().enumerate() {\n",
+            "    let tile_start = j / 8 * 8;\n",
+            "    let want = data[tile_start..j].iter().copied().fold(identity, op); // lane 0: the identity\n",
+            "    assert_eq!(got, want, \"lane {j}\");\n",
+            "}\n",
+            "```",
+        )]
         #[track_caller]
         pub fn $exc<T: Shuffle>(value: impl IntoVal<T>) -> Val<T> {
             let _op = op_scope(concat!("subgroup.", stringify!($exc)));
@@ -156,7 +232,9 @@ let d = Device::from_name("cpu:sg4").unwrap();
 let mut n = d.array_from(&[2u32; 64]).unwrap();
 offsets().launch(&d, (&mut n,)).unwrap();
 assert_eq!(n.to_vec().unwrap()[..6], [0, 2, 4, 6, 0, 2]);
-```"#
+```"#,
+    "|x: i32, y: i32| x.wrapping_add(y)",
+    "0"
 );
 scans!(
     Mul,
@@ -167,7 +245,9 @@ scans!(
     exclusive_mul_tiled,
     exclusive_mul,
     "",
-    ""
+    "",
+    "|x: i32, y: i32| x.wrapping_mul(y)",
+    "1"
 );
 scans!(
     Min,
@@ -189,7 +269,9 @@ let d = Device::from_name("cpu:sg16").unwrap();
 let a = d.array_from(&[[5.0f32, 3.0, 4.0, 1.0]; 16].concat()).unwrap();
 d.launch(&k, &[a.arg()]).unwrap();
 assert_eq!(a.to_vec().unwrap()[..4], [f32::INFINITY, 5.0, 3.0, 3.0]);
-```"#
+```"#,
+    "|x: i32, y: i32| x.min(y)",
+    "i32::MAX"
 );
 scans!(
     Max,
@@ -200,7 +282,9 @@ scans!(
     exclusive_max_tiled,
     exclusive_max,
     "",
-    ""
+    "",
+    "|x: i32, y: i32| x.max(y)",
+    "i32::MIN"
 );
 scans!(
     And,
@@ -211,7 +295,9 @@ scans!(
     exclusive_and_tiled,
     exclusive_and,
     "",
-    ""
+    "",
+    "|x: i32, y: i32| x & y",
+    "-1"
 );
 scans!(
     Or,
@@ -233,7 +319,9 @@ let a = d.array_from(&(0..64).map(|i| 1u64 << (i % 8)).collect::<Vec<_>>()).unwr
 d.launch(&k, &[a.arg()]).unwrap();
 assert_eq!(a.to_vec().unwrap()[..4], [0b1, 0b11, 0b111, 0b1111]);
 ```"#,
-    ""
+    "",
+    "|x: i32, y: i32| x | y",
+    "0"
 );
 scans!(
     Xor,
@@ -244,5 +332,7 @@ scans!(
     exclusive_xor_tiled,
     exclusive_xor,
     "",
-    ""
+    "",
+    "|x: i32, y: i32| x ^ y",
+    "0"
 );
