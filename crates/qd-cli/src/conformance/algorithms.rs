@@ -10,8 +10,8 @@ use qd::prelude::*;
 use qd::trace::Shuffle;
 use std::sync::LazyLock;
 
-/// Elements of most cases: several tiles of every algorithm, not a multiple of any.
-const N: usize = 12_345;
+/// Elements of most cases: at least two tiles of every algorithm, not a multiple of any.
+const N: usize = 7_001;
 /// The large size of CI (one case per algorithm).
 const LARGE: usize = 1 << 20;
 
