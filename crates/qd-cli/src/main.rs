@@ -6,7 +6,7 @@
 use clap::{Parser, Subcommand, ValueEnum};
 use qd::prelude::{Device, QdError};
 use qd_cli::emit::{self, EmitTarget};
-use qd_cli::{bench, conformance, runner, tour};
+use qd_cli::{bench, bench_sort, conformance, runner, tour};
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -67,8 +67,9 @@ enum Command {
     /// clock around launch and wait), check it against the host, and print one summary line:
     /// `bench reduce i32 n=2^26 device=cuda:0 median_ms=… min_ms=… gbps=… check=ok`.
     Bench {
-        /// reduce (a sum), scan (an inclusive sum, decoupled look-back) or copy (the bandwidth
-        /// ceiling of the same loads and stores).
+        /// reduce (a sum), scan (an inclusive sum, decoupled look-back), copy (the bandwidth
+        /// ceiling of the same loads and stores) or sort (the radix sort: one line per size,
+        /// entropy and tile shape, see --keys, --values, --sizes, --entropy, --tunings).
         #[arg(value_enum)]
         algo: BenchAlgo,
         /// Device to run on.
@@ -98,6 +99,22 @@ enum Command {
         /// How scan blocks pick their tile: ticket (an atomic counter, the default) or blockidx.
         #[arg(long, value_enum, default_value = "ticket")]
         tile_order: BenchTileOrder,
+        /// sort: the key type.
+        #[arg(long, value_enum, default_value = "u32")]
+        keys: BenchKeys,
+        /// sort: the value type (none: keys only).
+        #[arg(long, value_enum, default_value = "none")]
+        values: BenchValues,
+        /// sort: key counts, comma-separated N, 2^A, 2^A-2^B or 2^A..2^B (default: 2^log2n).
+        #[arg(long)]
+        sizes: Option<String>,
+        /// sort: key entropies, comma-separated of 1.0, 0.811, 0.544, 0.337, 0.201.
+        #[arg(long, default_value = "1.0")]
+        entropy: String,
+        /// sort: tile shapes, comma-separated BLOCKxKEYS or default (default: --block-dim x
+        /// --items when given, else the device's).
+        #[arg(long)]
+        tunings: Option<String>,
     },
     /// Write every built-in kernel for a target into a folder.
     Emit {
@@ -115,6 +132,24 @@ enum BenchAlgo {
     Reduce,
     Scan,
     Copy,
+    Sort,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum BenchKeys {
+    U32,
+    I32,
+    F32,
+    U64,
+    I64,
+    F64,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum BenchValues {
+    None,
+    U32,
+    U64,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -151,11 +186,32 @@ fn main() -> ExitCode {
         }
         Command::Emit { target, out } => run_emit(&target, &out),
         Command::Latency { backend } => run_latency(&backend),
-        Command::Bench { algo, backend, log2n, dtype, reps, warmup, seed, items, block_dim, tile_order } => {
+        Command::Bench {
+            algo: BenchAlgo::Sort,
+            backend,
+            log2n,
+            reps,
+            warmup,
+            seed,
+            items,
+            block_dim,
+            keys,
+            values,
+            sizes,
+            entropy,
+            tunings,
+            ..
+        } => {
+            let options =
+                SortCli { log2n, reps, warmup, seed, items, block_dim, keys, values, sizes, entropy, tunings };
+            run_bench_sort(&backend, options)
+        }
+        Command::Bench { algo, backend, log2n, dtype, reps, warmup, seed, items, block_dim, tile_order, .. } => {
             let algo = match algo {
                 BenchAlgo::Reduce => bench::Algo::Reduce,
                 BenchAlgo::Scan => bench::Algo::Scan,
                 BenchAlgo::Copy => bench::Algo::Copy,
+                BenchAlgo::Sort => unreachable!("matched above"),
             };
             let dtype = match dtype {
                 BenchType::I32 => bench::BenchDtype::I32,
@@ -360,6 +416,93 @@ fn run_bench(
         }
         Err(e) => {
             eprintln!("qd: bench {}: {e}", cfg.algo.name());
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// The command line of `qd bench sort`.
+struct SortCli {
+    log2n: Option<u32>,
+    reps: Option<u32>,
+    warmup: Option<u32>,
+    seed: Option<u64>,
+    items: Option<u32>,
+    block_dim: Option<u32>,
+    keys: BenchKeys,
+    values: BenchValues,
+    sizes: Option<String>,
+    entropy: String,
+    tunings: Option<String>,
+}
+
+fn run_bench_sort(backend: &str, o: SortCli) -> io::Result<ExitCode> {
+    let seed = o.seed.unwrap_or_else(runner::random_seed);
+    eprintln!("seed: {seed}");
+    let device = match Device::from_name(backend) {
+        Ok(d) => d,
+        Err(e) => return Ok(unavailable(e)),
+    };
+    let (default_log2n, default_reps, default_warmup) = bench::BenchConfig::defaults_for(&device, bench::Algo::Copy);
+    let parsed = (|| -> Result<bench_sort::SortBench, String> {
+        let sizes = match &o.sizes {
+            Some(s) => bench_sort::parse_sizes(s)?,
+            None => vec![1usize << o.log2n.unwrap_or(default_log2n).min(30)],
+        };
+        let tunings = match (&o.tunings, o.block_dim, o.items) {
+            (Some(t), _, _) => bench_sort::parse_tunings(t, 128)?,
+            (None, None, None) => vec![None],
+            (None, b, k) => bench_sort::parse_tunings(&format!("{}x{}", b.unwrap_or(384), k.unwrap_or(20)), 128)?,
+        };
+        Ok(bench_sort::SortBench {
+            keys: match o.keys {
+                BenchKeys::U32 => bench_sort::KeyType::U32,
+                BenchKeys::I32 => bench_sort::KeyType::I32,
+                BenchKeys::F32 => bench_sort::KeyType::F32,
+                BenchKeys::U64 => bench_sort::KeyType::U64,
+                BenchKeys::I64 => bench_sort::KeyType::I64,
+                BenchKeys::F64 => bench_sort::KeyType::F64,
+            },
+            values: match o.values {
+                BenchValues::None => bench_sort::ValueType::None,
+                BenchValues::U32 => bench_sort::ValueType::U32,
+                BenchValues::U64 => bench_sort::ValueType::U64,
+            },
+            sizes,
+            ands: bench_sort::parse_entropies(&o.entropy)?,
+            tunings,
+            reps: o.reps.unwrap_or(default_reps),
+            warmup: o.warmup.unwrap_or(default_warmup),
+            seed,
+        })
+    })();
+    let b = match parsed {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("qd: bench sort: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let mut failed = false;
+    let mut out = io::stdout().lock();
+    let mut write_err = None;
+    let result = bench_sort::run(&device, &b, &mut |r| {
+        if let Err(why) = &r.check {
+            eprintln!("qd: bench sort: wrong result: {why} (reproduce with --seed {seed})");
+            failed = true;
+        }
+        if let Err(e) = writeln!(out, "{}", r.line).and_then(|_| out.flush()) {
+            write_err.get_or_insert(e);
+        }
+    });
+    if let Some(e) = write_err {
+        return Err(e);
+    }
+    match result {
+        Ok(()) if failed => Ok(ExitCode::FAILURE),
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) => {
+            eprintln!("qd: bench sort: {e}");
             Ok(ExitCode::FAILURE)
         }
     }

@@ -23,6 +23,7 @@
 //! assert_eq!(out[40], 32.0);
 //! ```
 
+pub mod algorithms;
 pub mod backend;
 pub mod ir;
 pub mod nv;

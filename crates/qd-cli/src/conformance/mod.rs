@@ -14,6 +14,7 @@ pub mod nv;
 pub mod ranges;
 pub mod rng;
 pub mod shaped;
+pub mod sort;
 pub mod subgroup;
 pub mod vectors;
 
@@ -131,6 +132,7 @@ pub fn all_cases() -> Vec<Case> {
     nv::register(&mut cases);
     grid::register(&mut cases);
     ranges::register(&mut cases);
+    sort::register(&mut cases);
     cases
 }
 

@@ -1,0 +1,3 @@
+//! Device-wide algorithms built on the SIMT library: whole-array operations launched from the host.
+
+pub mod sort;
