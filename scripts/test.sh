@@ -155,6 +155,19 @@ conformance_vulkan() {
         die "qd conformance --backend vulkan did not end with 'N passed, 0 failed, K skipped' (log: $log)"
 }
 
+# The emulator's weak-memory mode (D26): plain stores buffered per block and loads possibly stale,
+# so a kernel missing a fence can fail. The grid cases (look-back scan, last block done) and the
+# benchmark's look-back kernels (the scan in both tile orders, the reduction) at the emulator's
+# default sizes; the seed is random and printed, so a failure names its reproduction.
+weak_memory() {
+    "$QD" conformance --backend cpu:sg32 --memory weak --filter grid/
+    local order
+    for order in ticket blockidx; do
+        "$QD" bench scan --backend cpu:sg32 --memory weak --reps 2 --warmup 0 --tile-order "$order"
+    done
+    "$QD" bench reduce --backend cpu:sg32 --memory weak --reps 2 --warmup 0
+}
+
 # The `qd` crate without its GPU runtimes (`--no-default-features`: no `cuda`, no `vulkan`): it builds,
 # passes its tests and lints with the code generators alone, and pulls in neither driver binding.
 no_gpu_features() {
@@ -189,6 +202,7 @@ done
 # take, and skips only where the check refuses a kernel (f64 and 64-bit atomics on Metal, ...).
 stage "conformance cpu:sg64@amdgpu:gfx942" conformance "cpu:sg64@amdgpu:gfx942"
 stage "conformance cpu:sg32@metal" conformance "cpu:sg32@metal"
+stage "weak memory cpu:sg32 (grid cases, look-back kernels)" weak_memory
 stage "conformance vulkan" conformance_vulkan
 stage "vulkan validation layers" bash scripts/test-validation.sh
 stage "tour" "$QD" tour

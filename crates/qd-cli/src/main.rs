@@ -37,6 +37,9 @@ enum Command {
         /// Device to run on: cpu, cpu:sgN (N = 4, 8, 16, 32, 64), cuda[:N], vulkan[:N].
         #[arg(long, default_value = "cpu")]
         backend: String,
+        /// The emulator's memory model: sequential, or weak (D26; seed 0).
+        #[arg(long, value_enum, default_value = "sequential")]
+        memory: MemoryModel,
     },
     /// Run the conformance suite on a device.
     Conformance {
@@ -55,6 +58,10 @@ enum Command {
         /// Also write `id<TAB>pass|fail|skip<TAB>detail` for every case to this file.
         #[arg(long)]
         report: Option<PathBuf>,
+        /// The emulator's memory model: sequential, or weak (D26: plain stores buffered and loads
+        /// possibly stale, so a missing fence can fail; its random choices follow the seed).
+        #[arg(long, value_enum, default_value = "sequential")]
+        memory: MemoryModel,
     },
     /// Measure the first-launch latency of a small kernel in this process (run it in a fresh
     /// process each time; set QD_CACHE_DISABLE=1 CUDA_CACHE_DISABLE=1 for a cold start).
@@ -115,6 +122,9 @@ enum Command {
         /// --items when given, else the device's).
         #[arg(long)]
         tunings: Option<String>,
+        /// The emulator's memory model: sequential, or weak (D26; its random choices follow the seed).
+        #[arg(long, value_enum, default_value = "sequential")]
+        memory: MemoryModel,
     },
     /// Write every built-in kernel for a target into a folder.
     Emit {
@@ -125,6 +135,24 @@ enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+}
+
+/// The emulator's memory model (D26), for `--memory`.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum MemoryModel {
+    /// Every access sequentially consistent (the default).
+    Sequential,
+    /// Weak: the `+weak=SEED` suffix of the device name.
+    Weak,
+}
+
+/// The device `backend`, in the weak-memory mode seeded with `seed` when `memory` asks for it
+/// (only the emulator has one: another backend is an `Unavailable` error saying so).
+fn open_device(backend: &str, memory: MemoryModel, seed: u64) -> Result<Device, QdError> {
+    match memory {
+        MemoryModel::Sequential => Device::from_name(backend),
+        MemoryModel::Weak => Device::from_name(&format!("{backend}+weak={seed}")),
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -180,9 +208,9 @@ fn main() -> ExitCode {
             }
         }
         Command::Info { .. } => info(),
-        Command::Tour { backend } => run_tour(&backend),
-        Command::Conformance { backend, filter, list, seed, report } => {
-            run_conformance(&backend, filter.as_deref(), list, seed, report.as_deref())
+        Command::Tour { backend, memory } => run_tour(&backend, memory),
+        Command::Conformance { backend, filter, list, seed, report, memory } => {
+            run_conformance(&backend, filter.as_deref(), list, seed, report.as_deref(), memory)
         }
         Command::Emit { target, out } => run_emit(&target, &out),
         Command::Latency { backend } => run_latency(&backend),
@@ -206,7 +234,20 @@ fn main() -> ExitCode {
                 SortCli { log2n, reps, warmup, seed, items, block_dim, keys, values, sizes, entropy, tunings };
             run_bench_sort(&backend, options)
         }
-        Command::Bench { algo, backend, log2n, dtype, reps, warmup, seed, items, block_dim, tile_order, .. } => {
+        Command::Bench {
+            algo,
+            backend,
+            log2n,
+            dtype,
+            reps,
+            warmup,
+            seed,
+            items,
+            block_dim,
+            tile_order,
+            memory,
+            ..
+        } => {
             let algo = match algo {
                 BenchAlgo::Reduce => bench::Algo::Reduce,
                 BenchAlgo::Scan => bench::Algo::Scan,
@@ -232,7 +273,7 @@ fn main() -> ExitCode {
                 block: block_dim,
                 order,
             };
-            run_bench(&backend, partial, log2n, reps, warmup, seed)
+            run_bench(&backend, memory, partial, log2n, reps, warmup, seed)
         }
     };
     match result {
@@ -247,18 +288,15 @@ fn main() -> ExitCode {
     }
 }
 
-/// The devices `qd info` asks about, with a description of each.
-const BACKENDS: [(&str, &str); 10] = [
+/// The emulator's names `qd info` asks about, with a description of each; the GPU runtimes come
+/// from the runtime table ([`qd::runtime::runtime_families`]).
+const EMULATORS: [(&str, &str); 6] = [
     ("cpu", "CPU SIMT emulator, the default (same as cpu:sg32)"),
     ("cpu:sg4", "CPU SIMT emulator"),
     ("cpu:sg8", "CPU SIMT emulator (lavapipe's width)"),
     ("cpu:sg16", "CPU SIMT emulator"),
     ("cpu:sg32", "CPU SIMT emulator (NVIDIA warp width)"),
     ("cpu:sg64", "CPU SIMT emulator (AMD wave64 width)"),
-    ("cuda", "NVIDIA GPUs through PTX"),
-    ("vulkan", "Vulkan through SPIR-V"),
-    ("metal", "Metal through MSL"),
-    ("amdgpu", "AMD GPUs through LLVM IR for amdgcn"),
 ];
 
 fn info() -> io::Result<ExitCode> {
@@ -266,7 +304,7 @@ fn info() -> io::Result<ExitCode> {
     writeln!(out, "qd {}", env!("CARGO_PKG_VERSION"))?;
     writeln!(out)?;
     writeln!(out, "backends:")?;
-    for (name, what) in BACKENDS {
+    for (name, what) in EMULATORS.into_iter().chain(qd::runtime::runtime_families()) {
         // Ask the runtime rather than hard-coding: the list stays true as backends land.
         match Device::from_name(name) {
             Ok(d) => writeln!(out, "  {name:<10} available      subgroup size {:<3} {what}", d.subgroup_size())?,
@@ -288,15 +326,15 @@ fn info() -> io::Result<ExitCode> {
     }
     writeln!(out)?;
     writeln!(out, "emit targets:")?;
-    for name in ["ir", "ptx:sm_90", "ptx:sm_80", "spirv:sg32", "msl", "amdgpu:gfx942"] {
+    for name in EmitTarget::examples() {
         let target: EmitTarget = name.parse().expect("built-in target names parse");
         writeln!(out, "  {name:<14} available (.{})", target.extension())?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn run_tour(backend: &str) -> io::Result<ExitCode> {
-    let device = match Device::from_name(backend) {
+fn run_tour(backend: &str, memory: MemoryModel) -> io::Result<ExitCode> {
+    let device = match open_device(backend, memory, 0) {
         Ok(d) => d,
         Err(e) => return Ok(unavailable(e)),
     };
@@ -310,6 +348,7 @@ fn run_conformance(
     list: bool,
     seed: Option<u64>,
     report: Option<&std::path::Path>,
+    memory: MemoryModel,
 ) -> io::Result<ExitCode> {
     if list {
         let mut out = io::stdout().lock();
@@ -322,7 +361,7 @@ fn run_conformance(
     }
     let seed = seed.unwrap_or_else(runner::random_seed);
     eprintln!("seed: {seed}");
-    let device = match Device::from_name(backend) {
+    let device = match open_device(backend, memory, seed) {
         Ok(d) => d,
         Err(e) => return Ok(unavailable(e)),
     };
@@ -330,11 +369,12 @@ fn run_conformance(
     if cases.is_empty() {
         return Ok(no_match(filter));
     }
-    let mut report_file = report.map(std::fs::File::create).transpose()?.map(io::BufWriter::new);
+    let create = |p: &std::path::Path| std::fs::File::create(p).map_err(|e| qd_cli::io_error_at(p, e));
+    let mut report_file = report.map(create).transpose()?.map(io::BufWriter::new);
     let tally =
         runner::run(&device, cases, &mut io::stdout().lock(), report_file.as_mut().map(|f| f as &mut dyn Write))?;
-    if let Some(f) = report_file.as_mut() {
-        f.flush()?;
+    if let (Some(f), Some(path)) = (report_file.as_mut(), report) {
+        f.flush().map_err(|e| qd_cli::io_error_at(path, e))?;
     }
     if tally.failed > 0 {
         eprintln!("qd: reproduce with --seed {seed}");
@@ -376,6 +416,7 @@ fn run_latency(backend: &str) -> io::Result<ExitCode> {
 
 fn run_bench(
     backend: &str,
+    memory: MemoryModel,
     mut cfg: bench::BenchConfig,
     log2n: Option<u32>,
     reps: Option<u32>,
@@ -384,7 +425,7 @@ fn run_bench(
 ) -> io::Result<ExitCode> {
     cfg.seed = seed.unwrap_or_else(runner::random_seed);
     eprintln!("seed: {}", cfg.seed);
-    let device = match Device::from_name(backend) {
+    let device = match open_device(backend, memory, cfg.seed) {
         Ok(d) => d,
         Err(e) => return Ok(unavailable(e)),
     };

@@ -73,6 +73,43 @@ fn an_unavailable_backend_fails() {
 }
 
 #[test]
+fn memory_weak_runs_the_emulator_weakly_and_only_the_emulator() {
+    // D26: the run's seed seeds the weak memory; the device name says so.
+    let o = qd(&[
+        "conformance",
+        "--backend",
+        "cpu:sg32",
+        "--memory",
+        "weak",
+        "--filter",
+        "grid/lookback_scan/i64/n2^12",
+        "--seed",
+        "3",
+    ]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(stdout(&o).lines().last(), Some("1 passed, 0 failed, 0 skipped"));
+    let o = qd(&[
+        "bench",
+        "reduce",
+        "--backend",
+        "cpu:sg8",
+        "--memory",
+        "weak",
+        "--seed",
+        "5",
+        "--log2n",
+        "12",
+        "--reps",
+        "1",
+    ]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("device=cpu:sg8+weak=5 "), "{}", stdout(&o));
+    let o = qd(&["conformance", "--backend", "vulkan:99", "--memory", "weak", "--filter", "grid/"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("only the emulator"), "{}", stderr(&o));
+}
+
+#[test]
 fn tour_passes() {
     let o = qd(&["tour"]);
     let out = stdout(&o);
@@ -208,6 +245,22 @@ fn emit_amdgpu_writes_llvm_ir_and_unknown_targets_fail() {
     assert!(stderr(&o).contains("unknown target `llvm`"));
 }
 
+/// A file the command cannot write is an error naming its path (issue 12), with exit status 1.
+#[test]
+fn file_errors_name_the_path() {
+    let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let file = tmp.join("cli_not_a_dir");
+    std::fs::write(&file, "a file, not a folder").unwrap();
+    let out = file.join("emit");
+    let o = qd(&["emit", "--target", "ir", "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains(&format!("qd: {}: ", out.display())), "{}", stderr(&o));
+    let report = file.join("report.tsv");
+    let o = qd(&["conformance", "--filter", "examples/reduce4/i32", "--report", report.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains(&format!("qd: {}: ", report.display())), "{}", stderr(&o));
+}
+
 /// `key=value` fields of a `qd bench` summary line.
 fn bench_fields(line: &str) -> std::collections::HashMap<String, String> {
     line.split_whitespace().filter_map(|w| w.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect()
@@ -234,10 +287,13 @@ fn bench_runs_on_the_emulator_and_checks_its_results() {
         assert!(line.starts_with(prefix), "{line}");
         let f = bench_fields(line);
         assert_eq!(f.get("check").map(String::as_str), Some("ok"), "{line}");
-        for key in ["median_ms", "min_ms", "gbps"] {
+        for key in ["median_ms", "min_ms"] {
             let v: f64 = f.get(key).and_then(|v| v.parse().ok()).unwrap_or(-1.0);
             assert!(v > 0.0, "{key} in {line}");
         }
+        // Printed to 3 decimals: a loaded machine can round the emulator's rate down to 0.000.
+        let gbps: f64 = f.get("gbps").and_then(|v| v.parse().ok()).unwrap_or(-1.0);
+        assert!(gbps >= 0.0, "gbps in {line}");
         assert!(stderr(&o).starts_with("seed: "), "{}", stderr(&o));
     }
 }

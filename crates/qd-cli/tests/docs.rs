@@ -124,3 +124,56 @@ fn only_the_backends_the_runtime_and_the_capability_layer_name_the_backend_kind(
     }
     assert!(offenders.is_empty(), "these files test which backend a target is: {offenders:?}");
 }
+
+/// A backend is registered in two files (D31): its code generator in `backend/mod.rs` (a `pub mod`
+/// line and an entry of `EMITTERS`) and its runtime in `runtime/mod.rs` (a `mod` line and an entry
+/// of `RUNTIMES`). Everything else (`qd emit`, `qd info`, `Device::from_name`, the device list)
+/// reads those tables, so no other code names a backend's module or constructor. The backends'
+/// own folders and the capability layer are exempt; comments are not code.
+#[test]
+fn a_backend_is_registered_in_two_files() {
+    let root = root();
+    let folders = |dir: &str| -> Vec<String> {
+        std::fs::read_dir(root.join(dir))
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().is_dir())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect()
+    };
+    // The emulator is not a registered backend: it is always built and has its own options.
+    let mut names: Vec<String> = folders("crates/qd/src/backend");
+    names.extend(folders("crates/qd/src/runtime"));
+    names.sort();
+    names.dedup();
+    names.retain(|n| n != "cpu");
+    assert!(names.len() >= 6, "expected the backend and runtime folders, found {names:?}");
+
+    let registries = ["crates/qd/src/backend/mod.rs", "crates/qd/src/runtime/mod.rs"];
+    let exempt = ["crates/qd/src/backend/", "crates/qd/src/runtime/", "crates/qd/src/target/"];
+    let mut sources = Vec::new();
+    files(&root.join("crates/qd/src"), &["rs"], &mut sources);
+    files(&root.join("crates/qd-cli/src"), &["rs"], &mut sources);
+    let mut offenders = Vec::new();
+    for path in sources {
+        let rel = path.strip_prefix(&root).unwrap().to_string_lossy().replace('\\', "/");
+        let own_folder = exempt.iter().any(|e| rel.starts_with(e) && rel[e.len()..].contains('/'));
+        if registries.contains(&rel.as_str()) || own_folder || rel.starts_with("crates/qd/src/target/") {
+            continue;
+        }
+        for (n, line) in read(&rel).lines().enumerate() {
+            if line.trim_start().starts_with("//") {
+                continue;
+            }
+            for name in &names {
+                let module_path = line.match_indices(&format!("{name}::")).any(|(at, _)| {
+                    at == 0 || !line.as_bytes()[at - 1].is_ascii_alphanumeric() && line.as_bytes()[at - 1] != b'_'
+                });
+                if module_path || line.contains(&format!("Device::{name}(")) {
+                    offenders.push(format!("{rel}:{}: {}", n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "code outside the registries names a backend:\n{}", offenders.join("\n"));
+}

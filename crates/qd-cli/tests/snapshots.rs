@@ -62,7 +62,7 @@ fn without_line_numbers(message: &str) -> String {
 fn snapshot_text(target: &EmitTarget, emitted: &Result<Vec<u8>, String>) -> String {
     match emitted {
         Err(e) => format!("not emitted for {target}: {}", without_line_numbers(e)),
-        Ok(bytes) if matches!(target, EmitTarget::Spirv { .. }) => {
+        Ok(bytes) if target.is_binary() => {
             let words: Vec<u32> = bytes.chunks_exact(4).map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]])).collect();
             match rspirv::dr::load_words(&words) {
                 Ok(module) => module.disassemble(),

@@ -64,6 +64,28 @@ fn readme_example() -> Result<(), QdError> {
     Ok(())
 }
 
+/// The README's example as it reads now, in `#[qd::kernel]` form (the test above is its builder form).
+#[test]
+fn readme_example_macro_form() -> Result<(), QdError> {
+    // Every lane of a subgroup reads lane 0's value (the subgroup page's first example).
+    #[qd::kernel]
+    fn broadcast(a: &mut [f32]) {
+        qd::loop_config(block_dim = 64);
+        for i in range(a.len()) {
+            a[i] = subgroup::shuffle(a[i], 0u32);
+        }
+    }
+
+    let device = Device::from_name("cpu")?; // the emulator, 32-lane subgroups
+    let mut a = device.array_from(&(0..128).map(|x| x as f32).collect::<Vec<_>>())?;
+    broadcast().launch(&device, (&mut a,))?; // a wrong argument type is a compile error
+    let out = a.to_vec()?;
+    assert_eq!(out[5], 0.0);
+    assert_eq!(out[40], 32.0);
+    assert_eq!(out, (0..128).map(|x| (x / 32 * 32) as f32).collect::<Vec<_>>());
+    Ok(())
+}
+
 // -------------------------------------------------------------------------------------------------
 // 2. Kernel definitions and their IR.
 // -------------------------------------------------------------------------------------------------
@@ -1546,7 +1568,7 @@ fn arrays_launches_and_their_errors() {
     assert_eq!((a.len(), a.is_empty()), (4, false));
     a.write(&[5, 6, 7, 8]).unwrap();
     assert_eq!(a.to_vec().unwrap(), [5, 6, 7, 8]);
-    assert!(matches!(a.write(&[1, 2]), Err(QdError::Launch { .. })));
+    assert!(matches!(a.write(&[1, 2]), Err(QdError::HostCopy { expected: 4, given: 2, .. })));
     assert_eq!(d.zeros::<f64>(3).unwrap().to_vec().unwrap(), [0.0; 3]);
     assert!(d.zeros::<u8>(0).unwrap().is_empty());
 

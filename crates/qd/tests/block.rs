@@ -217,7 +217,10 @@ fn block_op_arguments_are_checked_while_tracing() {
         let e = bad_bits.trace(&qd::backend::Target::cpu(32)).unwrap_err();
         assert_eq!(e.loc.file, file!(), "{e}");
         let m = &e.message;
-        assert!(m.contains(&format!("bit_start {bit_start}")) && m.contains("inside the 32-bit key"), "{e}");
+        assert!(
+            m.contains(&format!("bit_start {bit_start} is too large")) && m.contains("go past the 32-bit key"),
+            "{e}"
+        );
     }
 }
 

@@ -124,7 +124,7 @@ fn what_needs_a_later_msl_is_refused_below_it() {
     let old = Target::metal_msl(MslVersion::V3_1);
     let e = msl(&fence, &old).unwrap_err();
     let line = LINE.load(std::sync::atomic::Ordering::Relaxed);
-    assert_error(&e, "fenced", "fence.device", line, "needs MSL 3.2");
+    assert_error(&e, "fenced", "grid.mem_fence", line, "needs MSL 3.2");
     assert!(msl(&fence, &Target::metal()).unwrap().contains("MSL 3.2"));
 
     let cas = Kernel::range("acq_rel_cas", 64, |k| {

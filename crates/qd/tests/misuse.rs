@@ -27,6 +27,18 @@ const CASES: &[(&str, Check)] = &[
     ("many_ops_outside_a_kernel", many_outside),
     ("local_array_u32_max", local_array_huge),
     ("shared_array_over_budget", shared_array_huge),
+    ("host_write_of_the_wrong_length", host_write_wrong_length),
+    ("range_end_divides_by_zero", range_end_div_zero),
+    ("range_end_from_a_device_only_value", range_end_device_only),
+    ("index_u64_max_printed_unsigned", index_u64_max),
+    ("block_dim_zero_and_2000", block_dim_out_of_range),
+    ("partial_subgroup_reduce_add_names_the_library_op", partial_subgroup_reduce),
+    ("range_not_a_multiple_of_block_dim_names_the_library_op", range_partial_collective),
+    ("volatile_load_of_a_per_thread_array", volatile_load_local),
+    ("radix_bit_start_30_plus_4", radix_bit_start_30),
+    ("time_limit_names_the_loop", time_limit_loop),
+    ("launch_errors_name_the_launch_line", launch_errors_sited),
+    ("arrays_over_the_devices_buffer_limit", over_max_buffer),
 ];
 
 /// The child side: runs the case named by `QD_MISUSE_CASE` (ignored in a normal run).
@@ -319,4 +331,256 @@ fn many_outside() -> Result<(), String> {
     let d = Device::cpu();
     let arr = d.zeros::<i32>(64).map_err(|e| e.to_string())?;
     d.launch_grid(&k, 1, &[arr.arg()]).map_err(|e| format!("launch after the report: {e}"))
+}
+
+/// `text` contains each of `wants`, or the ones it lacks.
+fn mentions(text: &str, wants: &[&str]) -> Result<(), String> {
+    let missing: Vec<&str> = wants.iter().copied().filter(|w| !text.contains(w)).collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("the message lacks {missing:?}: {text}"))
+    }
+}
+
+/// `file:line:` of this file, as messages print a user's line.
+fn here(line: u32) -> String {
+    format!("{}:{line}:", file!())
+}
+
+/// The error of `r`, or a complaint that it succeeded.
+fn failed<T>(r: Result<T, QdError>) -> Result<QdError, String> {
+    r.err().ok_or_else(|| "expected an error, got success".to_string())
+}
+
+fn host_write_wrong_length() -> Result<(), String> {
+    let a = Device::cpu().zeros::<i32>(4).map_err(|e| e.to_string())?;
+    let line = line!() + 1;
+    let e = failed(a.write(&[1, 2, 3]))?;
+    match &e {
+        QdError::HostCopy { expected: 4, given: 3, at, .. } if at.file == file!() && at.line == line => {
+            mentions(&e.to_string(), &["host write", "i32 array of 4 elements", "exactly 4", "3 given"])
+        }
+        other => Err(format!("expected Error::HostCopy at line {line}, got {other:?}")),
+    }
+}
+
+/// A launch error of kernel `kernel` naming each of `wants` and the launch at `site` of this file.
+fn launch_error(e: &QdError, kernel: &str, site: u32, wants: &[&str]) -> Result<(), String> {
+    let text = e.to_string();
+    match e {
+        QdError::Launch { kernel: k, .. } | QdError::Argument { kernel: k, .. } if k == kernel => {
+            mentions(&text, wants)?;
+            mentions(&text, &[&format!("(the launch at {}", here(site))])
+        }
+        other => Err(format!("expected a launch or argument error of `{kernel}`, got {other:?}")),
+    }
+}
+
+fn range_end_div_zero() -> Result<(), String> {
+    let line = line!() + 3;
+    let k = Kernel::range("end_div_zero", 32, |k| {
+        let a = k.array::<i32>("a");
+        k.parallel_for(0, a.len() / 0, |i| a.set(i, 1));
+    });
+    let d = Device::cpu();
+    let a = d.zeros::<i32>(32).map_err(|e| e.to_string())?;
+    let site = line!() + 1;
+    let e = failed(d.launch(&k, &[a.arg()]))?;
+    launch_error(&e, "end_div_zero", site, &["range end", "`div`", "divides by zero", &here(line)])
+}
+
+fn range_end_device_only() -> Result<(), String> {
+    let line = line!() + 3;
+    let k = Kernel::range("end_thread_idx", 32, |k| {
+        let a = k.array::<i32>("a");
+        k.parallel_for(0, block::thread_idx() + 1, |i| a.set(i, 1));
+    });
+    let d = Device::cpu();
+    let a = d.zeros::<i32>(32).map_err(|e| e.to_string())?;
+    let site = line!() + 1;
+    let e = failed(d.launch(&k, &[a.arg()]))?;
+    launch_error(&e, "end_thread_idx", site, &["range end", "threadidx", "only on the device", &here(line)])
+}
+
+/// An emulator error of `kernel` at `line` of this file, its message naming each of `wants`.
+fn emu_error(e: &QdError, kernel: &str, line: u32, wants: &[&str]) -> Result<qd::backend::cpu::EmuError, String> {
+    match e {
+        QdError::Emulator(emu)
+            if emu.kernel == kernel && emu.loc.is_some_and(|l| l.file == file!() && l.line == line) =>
+        {
+            mentions(&e.to_string(), wants)?;
+            Ok(emu.clone())
+        }
+        other => Err(format!("expected an emulator error of `{kernel}` at line {line}, got {other}")),
+    }
+}
+
+fn index_u64_max() -> Result<(), String> {
+    let line = line!() + 4;
+    let k = Kernel::explicit("index_u64_max", 32, |k| {
+        let a = k.array::<i32>("a");
+        let i = k.scalar::<u64>("i");
+        a.at(i).set(1);
+    });
+    let d = Device::cpu();
+    let a = d.zeros::<i32>(4).map_err(|e| e.to_string())?;
+    let e = failed(d.launch_grid(&k, 1, &[a.arg(), Arg::scalar(u64::MAX)]))?;
+    let emu = emu_error(&e, "index_u64_max", line, &["index 18446744073709551615 is out of bounds", "`a`"])?;
+    match emu.kind {
+        EmuErrorKind::OutOfBounds { unsigned: true, len: 4, .. } => Ok(()),
+        other => Err(format!("expected OutOfBounds of an unsigned index, got {other:?}")),
+    }
+}
+
+fn block_dim_out_of_range() -> Result<(), String> {
+    for block_dim in [0, 2000] {
+        let line = line!() + 1;
+        let k = Kernel::explicit("bad_block_dim", block_dim, |k| {
+            let a = k.array::<i32>("a");
+            a.set(block::thread_idx(), 1);
+        });
+        let d = Device::cpu();
+        let a = d.zeros::<i32>(4).map_err(|e| e.to_string())?;
+        match failed(d.launch_grid(&k, 1, &[a.arg()]))? {
+            QdError::Trace(e) if e.op == "Kernel::explicit" && e.loc.file == file!() && e.loc.line == line => mentions(
+                &e.to_string(),
+                &["bad_block_dim", "block_dim must be in 1..=1024", &format!("got {block_dim}")],
+            )?,
+            other => return Err(format!("expected a trace error at line {line}, got {other}")),
+        }
+        if k.defined_at().line != line {
+            return Err(format!("defined_at is {}", k.defined_at()));
+        }
+    }
+    Ok(())
+}
+
+fn partial_subgroup_reduce() -> Result<(), String> {
+    // 48 threads: the second subgroup has 16 lanes, so its reduction is partial (on CUDA it would
+    // be one `nv.redux(add)`, which the emulator's cpu:sg32 profile emits too).
+    let line = line!() + 4;
+    let k = Kernel::explicit("partial_reduce", 48, |k| {
+        let a = k.array::<i32>("a");
+        let t = block::thread_idx();
+        a.set(t, subgroup::reduce_add(t));
+    });
+    let d = Device::cpu();
+    let a = d.zeros::<i32>(64).map_err(|e| e.to_string())?;
+    let e = failed(d.launch_grid(&k, 1, &[a.arg()]))?;
+    let emu = emu_error(&e, "partial_reduce", line, &["`subgroup.reduce_add`", "partial mask", "subgroup 1"])?;
+    match emu.kind {
+        EmuErrorKind::PartialMask { op, .. } if op == "subgroup.reduce_add" => Ok(()),
+        other => Err(format!("expected a partial mask on subgroup.reduce_add, got {other:?}")),
+    }
+}
+
+fn range_partial_collective() -> Result<(), String> {
+    let line = line!() + 3;
+    let k = Kernel::range("range_reduce", 32, |k| {
+        let a = k.array::<i32>("a");
+        k.parallel_for(0, a.len(), |i| a.set(i, subgroup::reduce_add(i)));
+    });
+    let d = Device::cpu();
+    let a = d.zeros::<i32>(40).map_err(|e| e.to_string())?;
+    let site = line!() + 1;
+    let e = failed(d.launch(&k, &[a.arg()]))?;
+    launch_error(&e, "range_reduce", site, &["40 iterations", "block_dim 32", "`subgroup.reduce_add`", &here(line)])
+}
+
+fn volatile_load_local() -> Result<(), String> {
+    let k = Kernel::explicit("volatile_local", 32, |k| {
+        let a = k.array::<i32>("a");
+        let l = local_array::<i32>(4);
+        a.set(0, volatile_load(l.at(0)));
+    });
+    let e = trace_err(&k)?;
+    names(&e, "volatile_load", "`local0` is a per-thread array")?;
+    if e.message.contains("ndarray") || e.message.contains("field") {
+        return Err(format!("the message speaks of another language's arrays: {e}"));
+    }
+    Ok(())
+}
+
+fn radix_bit_start_30() -> Result<(), String> {
+    let k = Kernel::explicit("radix_30", 256, |k| {
+        let a = k.array::<u32>("a");
+        let bins = block::shared_array::<i32>(256);
+        let excl = block::shared_array::<i32>(256);
+        block::radix_rank_match_atomic_or(a.get(0), 256, 8, 30, 4, bins, excl);
+    });
+    let e = trace_err(&k)?;
+    names(&e, "block.radix_rank_match_atomic_or", "bit_start 30 is too large")?;
+    mentions(&e.message, &["30..34", "at most 28"])
+}
+
+fn time_limit_loop() -> Result<(), String> {
+    let line = line!() + 4;
+    let k = Kernel::explicit("counts_forever", 32, |k| {
+        let a = k.array::<i32>("a");
+        let v = var(0i32);
+        while_(|| v.get().ge(0), || v.set(v.get() + 1));
+        a.set(block::thread_idx(), v.get());
+    });
+    let opts = Options { time_limit: Duration::from_millis(300), ..Options::default() };
+    let d = Device::cpu_with(32, opts).map_err(|e| e.to_string())?;
+    let a = d.zeros::<i32>(32).map_err(|e| e.to_string())?;
+    let start = Instant::now();
+    let e = failed(d.launch_grid(&k, 1, &[a.arg()]))?;
+    if start.elapsed() > Duration::from_secs(5) {
+        return Err(format!("the 300 ms limit ended the launch after {:?}", start.elapsed()));
+    }
+    let emu = emu_error(&e, "counts_forever", line, &["300ms limit", "the loop at", &here(line), "block 0"])?;
+    match emu.kind {
+        EmuErrorKind::TimeLimit { running, .. } if running.contains("loop") => Ok(()),
+        other => Err(format!("expected a time-limit error naming the loop, got {other:?}")),
+    }
+}
+
+fn launch_errors_sited() -> Result<(), String> {
+    let explicit = Kernel::explicit("sited", 32, |k| {
+        let a = k.array::<i32>("a");
+        a.set(block::thread_idx(), 1);
+    });
+    let range = Kernel::range("sited_range", 32, |k| {
+        let a = k.array::<i32>("a");
+        k.parallel_for(0, a.len(), |i| a.set(i, 1));
+    });
+    let d = Device::cpu();
+    let a = d.zeros::<i32>(32).map_err(|e| e.to_string())?;
+    let site = line!() + 1;
+    let e = failed(d.launch_grid(&explicit, 1, &[]))?;
+    launch_error(&e, "sited", site, &["expects 1 arguments (a: i32), got 0"])?;
+    let site = line!() + 1;
+    let e = failed(d.launch_grid(&explicit, 1, &[Arg::scalar(1u32)]))?;
+    launch_error(&e, "sited", site, &["argument 0 (`a`)", "expects an array of i32, got a u32 scalar"])?;
+    let site = line!() + 1;
+    let e = failed(d.launch(&explicit, &[a.arg()]))?;
+    launch_error(&e, "sited", site, &["launch_grid(kernel, blocks, args)"])?;
+    let site = line!() + 1;
+    let e = failed(d.launch_grid(&range, 1, &[a.arg()]))?;
+    launch_error(&e, "sited_range", site, &["launch(kernel, args)"])?;
+    let site = line!() + 1;
+    let e = failed(d.launch_cluster(&explicit, 3, 2, &[a.arg()]))?;
+    launch_error(&e, "sited", site, &["clusters of 2 blocks"])?;
+    let site = line!() + 1;
+    let e = failed(d.launch_timed(&range, Some(1), &[a.arg()]))?;
+    launch_error(&e, "sited_range", site, &["launch_timed(kernel, None, args)"])
+}
+
+fn over_max_buffer() -> Result<(), String> {
+    // The emulator wearing a target whose arrays may take 1 MiB: the limit a GPU runtime sets from
+    // its device (Vulkan's maxStorageBufferRange, CUDA's memory) refuses larger ones, typed.
+    let target = Target::cpu(32).with_max_buffer_bytes(1 << 20);
+    let d = Device::cpu_wearing(&target, Options::default()).map_err(|e| e.to_string())?;
+    let refused = |r: Result<DeviceArray<f32>, QdError>, len: usize| match r {
+        Err(e @ QdError::Allocation { len: l, .. }) if l == len => mentions(
+            &e.to_string(),
+            &[&format!("{len} f32 elements"), &format!("its {} bytes", len * 4), "1048576 bytes"],
+        ),
+        other => Err(format!("expected an allocation error for {len} elements, got {:?}", other.map(|_| ()))),
+    };
+    refused(d.zeros::<f32>((1 << 18) + 1), (1 << 18) + 1)?;
+    refused(d.array_from(&vec![0f32; (1 << 18) + 1]), (1 << 18) + 1)?;
+    d.zeros::<f32>(1 << 18).map(|_| ()).map_err(|e| format!("exactly the limit was refused: {e}"))
 }

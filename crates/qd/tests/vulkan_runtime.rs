@@ -267,6 +267,20 @@ fn arguments_are_checked_as_on_the_cpu() {
     assert!(matches!(e, QdError::Launch { .. }), "{e}");
 }
 
+/// The device's buffer limits reach the target, and an array past them is a typed allocation error
+/// before the driver sees it (issue 12).
+#[test]
+fn arrays_past_the_buffer_limit_are_allocation_errors() {
+    let Some(d) = vulkan() else { return };
+    let max = d.target().limits().max_buffer_bytes.expect("maxStorageBufferRange / maxMemoryAllocationSize");
+    assert!(max >= 1 << 27, "{max}");
+    let len = usize::try_from(max / 4 + 1).unwrap();
+    let e = d.zeros::<u32>(len).unwrap_err();
+    assert!(matches!(e, QdError::Allocation { len: l, .. } if l == len), "{e}");
+    assert!(e.to_string().contains(&format!("over the {max} bytes one array may take on vulkan")), "{e}");
+    assert!(d.zeros::<u8>(4096).is_ok());
+}
+
 #[test]
 fn pipelines_are_cached_per_kernel_and_compile_stats_recorded() {
     let Some(d) = vulkan() else { return };

@@ -7,8 +7,9 @@
 
 pub use super::flags::{last_block_done, last_block_done_with, producer_consumer, producer_consumer_with, Split, Wait};
 use super::{expect_eq, fail, Case, CaseError, Outcome, Rng};
+use qd::lang::{KernelFn, Params};
 use qd::prelude::*;
-use qd::trace::{Int, Shuffle};
+use qd::trace::Int;
 use std::fmt::Debug;
 use std::ops::{BitAnd, BitOr, BitXor};
 
@@ -33,6 +34,15 @@ impl Check {
         run: impl Fn(&Kernel, &Device, &mut Rng) -> Result<Summary, CaseError> + Send + Sync + 'static,
     ) -> Check {
         Check { kernel, run: Box::new(run) }
+    }
+
+    /// A check of a `#[qd::kernel]`, launched through its typed launch.
+    pub(super) fn typed<P: Params + 'static, L: 'static>(
+        kernel: KernelFn<P, L>,
+        run: impl Fn(&KernelFn<P, L>, &Device, &mut Rng) -> Result<Summary, CaseError> + Send + Sync + 'static,
+    ) -> Check {
+        let untyped = kernel.kernel().clone();
+        Check::new(untyped, move |_, device, rng| run(&kernel, device, rng))
     }
 
     /// The kernel this check launches.
@@ -196,18 +206,21 @@ fn expect_permutation<T: IntElt + Debug>(what: &str, got: &[T]) -> Result<(), Ca
 // ---------------------------------------------------------------------------------------------
 // The subgroup page's examples.
 
+/// The subgroup page's "broadcast lane 0 to all lanes" example.
+#[qd::kernel(name = format!("broadcast_lane0_{}", T::NAME))]
+fn broadcast<T: Elt + Shuffle>(a: &mut [T]) {
+    qd::loop_config(block_dim = BLOCK);
+    for i in range(a.len()) {
+        a[i] = subgroup::shuffle(a[i], 0u32);
+    }
+}
+
 /// Every lane reads lane 0's value: `a[i] = shuffle(a[i], 0)`.
 pub fn broadcast_lane0<T: Elt + Shuffle>() -> Check {
-    let kernel = Kernel::range(&format!("broadcast_lane0_{}", T::NAME), BLOCK, |k| {
-        let a = k.array::<T>("a");
-        k.parallel_for(0, a.len(), |i| {
-            a.set(i, subgroup::shuffle(a.get(i), 0u32));
-        });
-    });
-    Check::new(kernel, |kernel, device, rng| {
+    Check::typed(broadcast::<T>(), |kernel, device, rng| {
         let src = random_data::<T>(rng);
-        let a = upload(device, &src)?;
-        device.launch(kernel, &[a.arg()]).map_err(fail)?;
+        let mut a = upload(device, &src)?;
+        kernel.launch(device, (&mut a,)).map_err(fail)?;
         let sg = device.subgroup_size() as usize;
         let want: Vec<T> = (0..src.len()).map(|i| src[i - i % sg]).collect();
         let got = download(&a)?;
@@ -216,29 +229,31 @@ pub fn broadcast_lane0<T: Elt + Shuffle>() -> Check {
     })
 }
 
+/// The subgroup page's ballot example, written so it runs at any subgroup width.
+#[qd::kernel(name = "ballot_count_positive")]
+fn count_positive(a: &[f32], counts: &mut [u32]) {
+    qd::loop_config(block_dim = BLOCK);
+    for i in range(a.len()) {
+        // ballot_first_n takes at most 32 lanes; on a 64-wide subgroup the upper half is left out.
+        let n = subgroup::group_size().min(32);
+        let mask = subgroup::ballot_first_n((a[i] > 0.0f32) as i32, n);
+        if subgroup::invocation_id() == 0 {
+            counts[i >> subgroup::log2_group_size() as i32] = mask;
+        }
+    }
+}
+
 /// `counts[g]` = ballot of `a[i] > 0` over the first `min(32, group size)` lanes of subgroup `g`,
 /// written so it runs at any subgroup width.
 pub fn ballot_count_positive() -> Check {
-    let kernel = Kernel::range("ballot_count_positive", BLOCK, |k| {
-        let a = k.array::<f32>("a");
-        let counts = k.array::<u32>("counts");
-        k.parallel_for(0, a.len(), |i| {
-            // ballot_first_n takes at most 32 lanes; on a 64-wide subgroup the upper half is left out.
-            let n = subgroup::group_size().min(32);
-            let mask = subgroup::ballot_first_n(a.get(i).gt(0.0f32).to_i32(), n);
-            if_(subgroup::invocation_id().eq(0), || {
-                counts.set(i >> subgroup::log2_group_size() as i32, mask);
-            });
-        });
-    });
-    Check::new(kernel, |kernel, device, rng| {
+    Check::typed(count_positive(), |kernel, device, rng| {
         let n = random_len(rng);
         // A quarter zeros: zero is not positive.
         let src = random_vec(rng, n, |r| if r.range_i64(0, 4) == 0 { 0.0 } else { f32::random(r) });
         let sg = device.subgroup_size() as usize;
         let a = upload(device, &src)?;
-        let counts = device.zeros::<u32>(n / sg).map_err(fail)?;
-        device.launch(kernel, &[a.arg(), counts.arg()]).map_err(fail)?;
+        let mut counts = device.zeros::<u32>(n / sg).map_err(fail)?;
+        kernel.launch(device, (&a, &mut counts)).map_err(fail)?;
         let want: Vec<u32> =
             (0..n / sg).map(|g| (0..sg.min(32)).filter(|&l| src[g * sg + l] > 0.0).map(|l| 1u32 << l).sum()).collect();
         let got = download(&counts)?;
@@ -254,21 +269,43 @@ pub fn ballot_count_positive() -> Check {
     })
 }
 
-/// A range kernel `dst[i] = shuffle(src[i], lane_of(invocation_id()))`.
-fn gather_kernel<T: Elt + Shuffle>(name: &str, lane_of: fn(Val<i32>) -> Val<i32>) -> Kernel {
-    Kernel::range(&format!("{name}_{}", T::NAME), BLOCK, move |k| {
-        let src = k.array::<T>("src");
-        let dst = k.array::<T>("dst");
-        k.parallel_for(0, src.len(), |i| {
-            let lane = subgroup::invocation_id();
-            dst.set(i, subgroup::shuffle(src.get(i), lane_of(lane).cast::<u32>()));
-        });
-    })
+/// The subgroup page's identity shuffle: each lane reads its own id.
+#[qd::kernel(name = format!("identity_shuffle_{}", T::NAME))]
+fn identity<T: Elt + Shuffle>(src: &[T], dst: &mut [T]) {
+    qd::loop_config(block_dim = BLOCK);
+    for i in range(src.len()) {
+        let lane = subgroup::invocation_id();
+        dst[i] = subgroup::shuffle(src[i], lane as u32);
+    }
+}
+
+/// The subgroup page's neighbour swap (the xor pattern through an explicit lane).
+#[qd::kernel(name = format!("swap_neighbours_{}", T::NAME))]
+fn swap_pairs<T: Elt + Shuffle>(src: &[T], dst: &mut [T]) {
+    qd::loop_config(block_dim = BLOCK);
+    for i in range(src.len()) {
+        let lane = subgroup::invocation_id();
+        dst[i] = subgroup::shuffle(src[i], (lane ^ 1) as u32);
+    }
+}
+
+/// The subgroup page's arbitrary per-lane gather: reverse each group of 4 lanes.
+#[qd::kernel(name = format!("reverse4_{}", T::NAME))]
+fn reverse_fours<T: Elt + Shuffle>(src: &[T], dst: &mut [T]) {
+    qd::loop_config(block_dim = BLOCK);
+    for i in range(src.len()) {
+        let lane = subgroup::invocation_id();
+        // group_base + 3 - lane % 4, with group_base = lane / 4 * 4
+        dst[i] = subgroup::shuffle(src[i], (lane / 4 * 4 + 3 - lane % 4) as u32);
+    }
 }
 
 /// Runs a gather kernel and checks `dst[i] == src[base(i) + source_lane(lane(i))]`.
-fn gather_check<T: Elt>(kernel: Kernel, source_lane: fn(usize) -> usize) -> Check {
-    Check::new(kernel, move |kernel, device, rng| {
+fn gather_check<T: Elt, L: 'static>(
+    kernel: KernelFn<(qd::lang::Slice<T>, qd::lang::SliceMut<T>), L>,
+    source_lane: fn(usize) -> usize,
+) -> Check {
+    Check::new(kernel.kernel().clone(), move |kernel, device, rng| {
         let src = random_data::<T>(rng);
         let a = upload(device, &src)?;
         let d = device.zeros::<T>(src.len()).map_err(fail)?;
@@ -283,52 +320,57 @@ fn gather_check<T: Elt>(kernel: Kernel, source_lane: fn(usize) -> usize) -> Chec
 
 /// Identity shuffle: every lane reads its own id, so `dst == src`.
 pub fn identity_shuffle<T: Elt + Shuffle>() -> Check {
-    gather_check::<T>(gather_kernel::<T>("identity_shuffle", |lane| lane), |l| l)
+    gather_check(identity::<T>(), |l| l)
 }
 
 /// Swap neighbours: lane `l` reads lane `l ^ 1`.
 pub fn swap_neighbours<T: Elt + Shuffle>() -> Check {
-    gather_check::<T>(gather_kernel::<T>("swap_neighbours", |lane| lane ^ 1), |l| l ^ 1)
+    gather_check(swap_pairs::<T>(), |l| l ^ 1)
 }
 
 /// Reverse within each group of 4 lanes: lane `l` reads `l / 4 * 4 + 3 - l % 4`.
 pub fn reverse4<T: Elt + Shuffle>() -> Check {
-    gather_check::<T>(gather_kernel::<T>("reverse4", |lane| lane / 4 * 4 + 3 - lane % 4), |l| l / 4 * 4 + 3 - l % 4)
+    gather_check(reverse_fours::<T>(), |l| l / 4 * 4 + 3 - l % 4)
 }
 
 /// `broadcast` from a lane that differs per lane (lane `l` reads `l ^ 1`): where a broadcast needs
 /// a subgroup-uniform lane (SPIR-V's `OpGroupNonUniformBroadcast`), the backend lowers it to a
 /// shuffle.
 pub fn broadcast_varying_lane<T: Elt + Shuffle>() -> Check {
-    let kernel = Kernel::range(&format!("broadcast_varying_lane_{}", T::NAME), BLOCK, |k| {
-        let src = k.array::<T>("src");
-        let dst = k.array::<T>("dst");
-        k.parallel_for(0, src.len(), |i| {
-            let lane = subgroup::invocation_id() ^ 1;
-            dst.set(i, subgroup::broadcast(src.get(i), lane.cast::<u32>()));
-        });
-    });
-    gather_check::<T>(kernel, |l| l ^ 1)
+    gather_check(broadcast_from_neighbour::<T>(), |l| l ^ 1)
+}
+
+#[qd::kernel(name = format!("broadcast_varying_lane_{}", T::NAME))]
+fn broadcast_from_neighbour<T: Elt + Shuffle>(src: &[T], dst: &mut [T]) {
+    qd::loop_config(block_dim = BLOCK);
+    for i in range(src.len()) {
+        let lane = subgroup::invocation_id() ^ 1;
+        dst[i] = subgroup::broadcast(src[i], lane as u32);
+    }
+}
+
+/// The subgroup page's tree reduction with `shuffle_down`.
+#[qd::kernel(name = format!("reduce4_{}", T::NAME))]
+fn tree_reduce4<T: Elt + Shuffle>(src: &[T], dst: &mut [T]) {
+    qd::loop_config(block_dim = BLOCK);
+    for i in range(src.len()) {
+        let mut v = src[i];
+        v = v + subgroup::shuffle_down(v, 2u32);
+        v = v + subgroup::shuffle_down(v, 1u32);
+        // Only lane 0 of each group of 4 holds a sum (the others read past their group).
+        if i % 4 == 0 {
+            dst[i] = v;
+        }
+    }
 }
 
 /// Tree reduction of 4 with `shuffle_down`: lane 0 of each group of 4 holds the group's sum.
 pub fn reduce4<T: Elt + Shuffle>() -> Check {
-    let kernel = Kernel::range(&format!("reduce4_{}", T::NAME), BLOCK, |k| {
-        let src = k.array::<T>("src");
-        let dst = k.array::<T>("dst");
-        k.parallel_for(0, src.len(), |i| {
-            let mut v = src.get(i);
-            v = v + subgroup::shuffle_down(v, 2u32);
-            v = v + subgroup::shuffle_down(v, 1u32);
-            // Only lane 0 of each group of 4 holds a sum (the others read past their group).
-            if_((i % 4).eq(0), || dst.set(i, v));
-        });
-    });
-    Check::new(kernel, |kernel, device, rng| {
+    Check::typed(tree_reduce4::<T>(), |kernel, device, rng| {
         let src = random_data::<T>(rng);
         let a = upload(device, &src)?;
-        let d = device.zeros::<T>(src.len()).map_err(fail)?;
-        device.launch(kernel, &[a.arg(), d.arg()]).map_err(fail)?;
+        let mut d = device.zeros::<T>(src.len()).map_err(fail)?;
+        kernel.launch(device, (&a, &mut d)).map_err(fail)?;
         // Only lane 0 of each group stores its sum; the host adds in the device's order so float
         // sums match exactly.
         let want: Vec<T> = src.chunks(4).map(|c| c[0].host_add(c[2]).host_add(c[1].host_add(c[3]))).collect();
@@ -364,21 +406,23 @@ pub fn group_size_query() -> Check {
 // ---------------------------------------------------------------------------------------------
 // Atomics, block and grid examples.
 
+/// The atomics page's reservation counter.
+#[qd::kernel(name = "reservation_counter")]
+fn reserve_slots(counter: &mut [i32], slots: &mut [i32]) {
+    qd::loop_config(block_dim = BLOCK);
+    for i in range(slots.len()) {
+        let slot = atomic_add(&counter[0], 1);
+        slots[i] = slot;
+    }
+}
+
 /// Reservation counter: `slot = atomic_add(counter[0], 1)` hands every thread a unique slot.
 pub fn reservation_counter() -> Check {
-    let kernel = Kernel::range("reservation_counter", BLOCK, |k| {
-        let counter = k.array::<i32>("counter");
-        let slots = k.array::<i32>("slots");
-        k.parallel_for(0, slots.len(), |i| {
-            let slot = atomic_add(counter.at(0), 1);
-            slots.set(i, slot);
-        });
-    });
-    Check::new(kernel, |kernel, device, rng| {
+    Check::typed(reserve_slots(), |kernel, device, rng| {
         let n = random_len(rng);
-        let counter = device.zeros::<i32>(1).map_err(fail)?;
-        let slots = device.zeros::<i32>(n).map_err(fail)?;
-        device.launch(kernel, &[counter.arg(), slots.arg()]).map_err(fail)?;
+        let mut counter = device.zeros::<i32>(1).map_err(fail)?;
+        let mut slots = device.zeros::<i32>(n).map_err(fail)?;
+        kernel.launch(device, (&mut counter, &mut slots)).map_err(fail)?;
         let got = download(&slots)?;
         expect_permutation("slots", &got)?;
         expect_eq("counter", &download(&counter)?, &[n as i32])?;
@@ -386,25 +430,26 @@ pub fn reservation_counter() -> Check {
     })
 }
 
+/// The block page's shared-array exchange.
+#[qd::kernel(block_dim = BLOCK, name = format!("shared_exchange_{}", T::NAME))]
+fn exchange_reversed<T: Elt + Shuffle>(src: &[T], dst: &mut [T]) {
+    let shared = block::shared_array::<T>(BLOCK);
+    let t = block::thread_idx();
+    let g = block::global_thread_idx();
+    shared[t] = src[g];
+    block::sync();
+    dst[g] = shared[block::block_dim() - 1 - t];
+}
+
 /// Shared-array exchange across `block::sync()`: each thread writes `shared[tid]`, then reads
 /// `shared[block_dim - 1 - tid]`, so every block comes out reversed.
 pub fn shared_exchange<T: Elt + Shuffle>() -> Check {
-    let kernel = Kernel::explicit(&format!("shared_exchange_{}", T::NAME), BLOCK, |k| {
-        let src = k.array::<T>("src");
-        let dst = k.array::<T>("dst");
-        let shared = block::shared_array::<T>(BLOCK);
-        let t = block::thread_idx();
-        let g = block::global_thread_idx();
-        shared.set(t, src.get(g));
-        block::sync();
-        dst.set(g, shared.get(block::block_dim() - 1 - t));
-    });
-    Check::new(kernel, |kernel, device, rng| {
+    Check::typed(exchange_reversed::<T>(), |kernel, device, rng| {
         let src = random_data::<T>(rng);
         let a = upload(device, &src)?;
-        let d = device.zeros::<T>(src.len()).map_err(fail)?;
+        let mut d = device.zeros::<T>(src.len()).map_err(fail)?;
         let blocks = (src.len() / BLOCK as usize) as u32;
-        device.launch_grid(kernel, blocks, &[a.arg(), d.arg()]).map_err(fail)?;
+        kernel.launch_grid(device, blocks, (&a, &mut d)).map_err(fail)?;
         let b = BLOCK as usize;
         let want: Vec<T> = (0..src.len()).map(|i| src[i - i % b + (b - 1 - i % b)]).collect();
         let got = download(&d)?;

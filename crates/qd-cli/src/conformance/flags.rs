@@ -4,7 +4,7 @@
 use super::examples::{download, random_blocks, random_vec, show, upload, Check, BLOCK};
 use super::{expect_eq, fail};
 use qd::prelude::*;
-use qd::trace::{for_range, while_};
+use qd::trace::for_range;
 
 /// Where the consumers of [`producer_consumer`] sit relative to the producer (thread 0).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,72 +91,72 @@ impl Wait {
             _ => block::mem_fence(),
         }
     }
+}
 
-    /// Spins until `flag[0]` is non-zero.
-    fn spin(self, flag: Array<i32>) {
-        match self {
-            Wait::Volatile | Wait::MemSyncAlias => while_(|| volatile_load(flag.at(0)).eq(0), || {}),
-            Wait::PlainLoadFence => while_(
-                || {
-                    let f = flag.get(0);
-                    block::mem_fence();
-                    f.eq(0)
-                },
-                || {},
-            ),
-            Wait::AtomicOr => while_(|| atomic_or(flag.at(0), 0).eq(0), || {}),
+/// Spins until `flag[0]` is non-zero, the way `wait` says.
+#[qd::func]
+fn spin(#[comptime] wait: Wait, flag: &[i32]) {
+    match wait {
+        Wait::Volatile | Wait::MemSyncAlias => while volatile_load(&flag[0]) == 0 {},
+        // The fence in the loop keeps the plain load from being hoisted out of it.
+        Wait::PlainLoadFence => {
+            while {
+                let f = flag[0];
+                block::mem_fence();
+                f == 0
+            } {}
         }
+        Wait::AtomicOr => while atomic_or(&flag[0], 0) == 0 {},
+    }
+}
+
+/// The block page's producer/consumer, with the consumers placed as `split` says.
+#[qd::kernel(
+    block_dim = split.block_dim(),
+    name = format!("producer_consumer_{}{}", split.name(), wait.suffix().replace('/', "_"))
+)]
+fn flag_handoff(#[comptime] split: Split, #[comptime] wait: Wait, src: &[i32], out: &mut [i32]) {
+    let data = block::shared_array::<i32>(1);
+    let flag = block::shared_array::<i32>(1);
+    let t = block::thread_idx();
+    let g = block::global_thread_idx();
+    // Shared memory starts undefined: clear the flag before anyone polls it.
+    if t == 0 {
+        flag[0] = 0;
+    }
+    block::sync();
+    let sg = subgroup::group_size() as i32;
+    let consumer = match split {
+        Split::Block => t != 0,
+        Split::CrossSubgroup => t >= sg,
+        Split::SameSubgroup => t != 0 && t < sg,
+    };
+    if t == 0 {
+        let value = src[block::block_idx()];
+        data[0] = value;
+        // The flag is published with an atomic, a strong store in the PTX memory model: a plain
+        // store would race with the consumers' polling, formally (compute-sanitizer racecheck,
+        // docs/gpu-records/2026-11-25-h100-sanitizers).
+        wait.fence(); // the data write is ordered before the flag store
+        atomic_exchange(&flag[0], 1);
+        out[g] = value;
+    } else if consumer {
+        // block::sync() here would deadlock: the producer never reaches it.
+        spin(wait, flag);
+        wait.fence(); // the flag read is ordered before the data read
+        out[g] = data[0];
     }
 }
 
 /// [`producer_consumer`] with the consumers waiting as `wait` says.
 pub fn producer_consumer_with(split: Split, wait: Wait) -> Check {
-    let name = format!("producer_consumer_{}{}", split.name(), wait.suffix().replace('/', "_"));
-    let kernel = Kernel::explicit(&name, split.block_dim(), move |k| {
-        let src = k.array::<i32>("src");
-        let out = k.array::<i32>("out");
-        let data = block::shared_array::<i32>(1);
-        let flag = block::shared_array::<i32>(1);
-        let t = block::thread_idx();
-        let g = block::global_thread_idx();
-        // Shared memory starts undefined: clear the flag before anyone polls it.
-        if_(t.eq(0), || flag.set(0, 0));
-        block::sync();
-        let sg = subgroup::group_size() as i32;
-        let consumer = match split {
-            Split::Block => t.ne(0),
-            Split::CrossSubgroup => t.ge(sg),
-            Split::SameSubgroup => t.ne(0) & t.lt(sg),
-        };
-        if_else(
-            t.eq(0),
-            || {
-                let value = src.get(block::block_idx());
-                data.set(0, value);
-                // The flag is published with an atomic, a strong store in the PTX memory model: a
-                // plain store would race with the consumers' polling, formally (compute-sanitizer
-                // racecheck, docs/gpu-records/2026-11-25-h100-sanitizers).
-                wait.fence(); // the data write is ordered before the flag store
-                atomic_exchange(flag.at(0), 1);
-                out.set(g, value);
-            },
-            || {
-                if_(consumer, || {
-                    // block::sync() here would deadlock: the producer never reaches it.
-                    wait.spin(flag);
-                    wait.fence(); // the flag read is ordered before the data read
-                    out.set(g, data.get(0));
-                });
-            },
-        );
-    });
-    Check::new(kernel, move |kernel, device, rng| {
+    Check::typed(flag_handoff(split, wait), move |kernel, device, rng| {
         let b = split.block_dim() as usize;
         let blocks = random_blocks(rng);
         let src = random_vec(rng, blocks, |r| r.range_i64(0, 1000) as i32);
         let a = upload(device, &src)?;
-        let out = upload(device, &vec![-1i32; blocks * b])?;
-        device.launch_grid(kernel, blocks as u32, &[a.arg(), out.arg()]).map_err(fail)?;
+        let mut out = upload(device, &vec![-1i32; blocks * b])?;
+        kernel.launch_grid(device, blocks as u32, (&a, &mut out)).map_err(fail)?;
         let sg = device.subgroup_size() as usize;
         let want: Vec<i32> =
             (0..blocks * b).map(|g| if g % b == 0 || split.consumes(g % b, sg) { src[g / b] } else { -1 }).collect();

@@ -11,6 +11,11 @@
 //! nothing outside `backend/`, `runtime/` and that layer tests which backend it is. Every code
 //! generator has the same face, [`Backend::lower`]: a kernel traced for a target in, the backend's
 //! artifact out, with the CAS-loop rewrite of `crate::target` applied first.
+//!
+//! Tools find the code generators through one table, [`EMITTERS`]: each backend folder exports an
+//! `EMITTER` ([`Emitter`]) saying which target names it takes and how it writes a file, and
+//! `qd emit`, `qd info` and the snapshot tests read the table. A new code generator is its folder
+//! plus one `pub mod` line and one entry here (its runtime is the same in `runtime/mod.rs`).
 
 pub mod amdgpu;
 pub mod cpu;
@@ -22,6 +27,55 @@ pub use crate::target::Target;
 
 use crate::ir::{Kernel, SrcLoc};
 use crate::trace::TraceError;
+
+/// Every code generator, in the order tools list them (the IR dump is not a backend).
+pub const EMITTERS: &[Emitter] = &[ptx::EMITTER, spirv::EMITTER, metal::EMITTER, amdgpu::EMITTER];
+
+/// The code generator of a target family (`ptx`, `spirv`, `msl`, `amdgpu`), if there is one.
+///
+/// ```
+/// let ptx = qd::backend::emitter("ptx").unwrap();
+/// assert_eq!(ptx.extension, "ptx");
+/// assert!(qd::backend::emitter("llvm").is_none());
+/// ```
+pub fn emitter(family: &str) -> Option<&'static Emitter> {
+    EMITTERS.iter().find(|e| e.family == family)
+}
+
+/// How tools drive one code generator: the target names it takes and how it writes a kernel as a
+/// file. One per backend folder (its `EMITTER`), listed in [`EMITTERS`].
+///
+/// ```
+/// use qd::prelude::*;
+/// let k = Kernel::range("double", 64, |k| {
+///     let a = k.array::<f32>("a");
+///     k.parallel_for(0, a.len(), |i| a.set(i, a.get(i) * 2.0f32));
+/// });
+/// let msl = qd::backend::emitter("msl").unwrap();
+/// let target = (msl.target)(None).unwrap();
+/// let file = (msl.emit)(&k.trace(&target).unwrap(), &target).unwrap();
+/// assert!(String::from_utf8(file).unwrap().contains("kernel void"));
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Emitter {
+    /// The target family, the part of a target name before `:` (`ptx` in `ptx:sm_90`).
+    pub family: &'static str,
+    /// What the family's devices are, for `qd info`.
+    pub about: &'static str,
+    /// The extension of the files it writes, without the dot.
+    pub extension: &'static str,
+    /// Whether those files are binary (SPIR-V words) rather than text.
+    pub binary: bool,
+    /// The accepted names, for messages: `ptx[:sm_XX]`.
+    pub syntax: &'static str,
+    /// Target names tools show and test by default; the first is the one `qd info` lists.
+    pub examples: &'static [&'static str],
+    /// The target of a name's detail, the part after `:` (`None` for the bare family name), or
+    /// why that detail is not one of this family's targets.
+    pub target: fn(Option<&str>) -> Result<Target, String>,
+    /// The file for a kernel traced for a target of this family, or why it cannot be written.
+    pub emit: fn(&Kernel, &Target) -> Result<Vec<u8>, TraceError>,
+}
 
 /// The face every code generator shows the runtime and the tools.
 ///

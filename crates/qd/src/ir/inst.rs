@@ -466,6 +466,17 @@ pub struct Inst {
     pub kind: InstKind,
     /// The user's source line.
     pub loc: SrcLoc,
+    /// The library operation the user called that produced it (`subgroup.reduce_add` for the
+    /// `nv.redux(add)` it emits on CUDA), when it came from one: errors name what the user wrote.
+    pub op: Option<&'static str>,
+}
+
+impl Inst {
+    /// The op an error about this instruction names: the library operation the user called, else
+    /// the instruction's own mnemonic.
+    pub fn op_name(&self) -> String {
+        self.op.map_or_else(|| self.kind.mnemonic(), str::to_string)
+    }
 }
 
 /// The instruction set (operand fields are named by role; see each variant).

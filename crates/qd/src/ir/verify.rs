@@ -69,7 +69,7 @@ struct Verifier<'k> {
 
 impl Verifier<'_> {
     fn err(&self, inst: &Inst, message: String) -> VerifyError {
-        VerifyError { kernel: self.k.name.clone(), op: inst.kind.mnemonic(), loc: inst.loc, message }
+        VerifyError { kernel: self.k.name.clone(), op: inst.op_name(), loc: inst.loc, message }
     }
 
     fn ty(&self, v: ValueId) -> DType {
@@ -304,7 +304,7 @@ fn check_uniformity(k: &Kernel, opts: VerifyOptions) -> Result<(), VerifyError> 
         if result.is_err() {
             return;
         }
-        let err = |message: String| VerifyError { kernel: k.name.clone(), op: inst.kind.mnemonic(), loc: inst.loc, message };
+        let err = |message: String| VerifyError { kernel: k.name.clone(), op: inst.op_name(), loc: inst.loc, message };
         if inst.kind.is_block_barrier() && ctl > Uniformity::Block {
             result = Err(err(format!(
                 "a block barrier under control flow that varies within the block (the condition is {ctl}) deadlocks: every thread of the block must reach it"

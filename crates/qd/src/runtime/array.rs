@@ -104,12 +104,16 @@ impl<T: Scalar> DeviceArray<T> {
         Ok(self.handle.storage.read_bits()?.into_iter().map(T::from_bits).collect())
     }
 
-    /// Overwrites the contents; `data` must have the array's length.
+    /// Overwrites the contents; `data` must have the array's length (else [`Error::HostCopy`],
+    /// naming the array, both lengths and the caller's line).
+    #[track_caller]
     pub fn write(&self, data: &[T]) -> Result<()> {
         if data.len() != self.len() {
-            return Err(Error::Launch {
-                kernel: "<host copy>".into(),
-                message: format!("writes {} elements into an array of {}", data.len(), self.len()),
+            return Err(Error::HostCopy {
+                array: format!("the {} array of {} elements on {}", T::DTYPE, self.len(), self.handle.device()),
+                expected: self.len(),
+                given: data.len(),
+                at: crate::ir::SrcLoc::caller(),
             });
         }
         self.handle.storage.write_bits(&data.iter().map(|x| x.to_bits()).collect::<Vec<_>>())
@@ -133,7 +137,7 @@ impl<T: Scalar> DeviceArray<T> {
 
 /// Element bits to device bytes: each element's low `size_bytes` bytes, little-endian (bool is one
 /// byte, 0 or 1). What the GPU runtimes copy to device memory.
-#[cfg(any(feature = "cuda", feature = "vulkan", test))]
+#[cfg_attr(not(any(feature = "cuda", feature = "vulkan", feature = "amdgpu")), allow(dead_code))]
 pub(crate) fn encode(dtype: DType, bits: &[u64]) -> Vec<u8> {
     let w = dtype.size_bytes();
     let mut out = Vec::with_capacity(bits.len() * w);
@@ -144,7 +148,7 @@ pub(crate) fn encode(dtype: DType, bits: &[u64]) -> Vec<u8> {
 }
 
 /// Device bytes back to element bits (the inverse of [`encode`]).
-#[cfg(any(feature = "cuda", feature = "vulkan", test))]
+#[cfg_attr(not(any(feature = "cuda", feature = "vulkan", feature = "amdgpu")), allow(dead_code))]
 pub(crate) fn decode(dtype: DType, bytes: &[u8]) -> Vec<u64> {
     let w = dtype.size_bytes();
     bytes

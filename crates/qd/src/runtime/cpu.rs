@@ -12,6 +12,7 @@ use crate::backend::Backend;
 use crate::ir::{self, DType};
 use crate::target::{BackendKind, Target};
 use std::any::Any;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -22,13 +23,27 @@ pub(crate) const SUBGROUP_SIZES: [u32; 5] = [4, 8, 16, 32, 64];
 pub(crate) struct CpuRuntime {
     target: Target,
     options: cpu::Options,
+    /// Launches so far: in weak mode the k-th launch draws from its own stream of the seed.
+    launches: AtomicU64,
 }
 
 impl CpuRuntime {
     /// An emulator for `target`, whose subgroup width is one of [`SUBGROUP_SIZES`] (checked by
     /// the caller).
     pub(crate) fn new(target: Target, options: cpu::Options) -> CpuRuntime {
-        CpuRuntime { target, options }
+        CpuRuntime { target, options, launches: AtomicU64::new(0) }
+    }
+
+    /// The options of the next launch: in weak mode (D26) the device's seed for its first launch,
+    /// then one derived from it and the launch's number, so repeated launches explore different
+    /// interleavings while a device made with the same seed repeats the same ones.
+    fn next_launch_options(&self) -> cpu::Options {
+        let k = self.launches.fetch_add(1, Ordering::Relaxed);
+        let mut options = self.options.clone();
+        if let cpu::Memory::Weak { seed } = &mut options.memory {
+            *seed ^= k.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+        options
     }
 }
 
@@ -91,7 +106,10 @@ impl Runtime for CpuRuntime {
             model: "CPU SIMT emulator".into(),
             api_version: None,
             driver: None,
-            notes: Vec::new(),
+            notes: match self.options.memory {
+                cpu::Memory::Sequential => Vec::new(),
+                cpu::Memory::Weak { seed } => vec![format!("weak memory (D26), seed {seed}")],
+            },
             loop_iteration_limit: None,
             device_timer: false,
             compute_capability: None,
@@ -104,14 +122,17 @@ impl Runtime for CpuRuntime {
         }
     }
 
+    /// 8 bytes per element: every element is an atomic cell.
+    fn array_bytes(&self, _dtype: DType, len: usize) -> Option<u64> {
+        cpu::memory::buffer_bytes(len)
+    }
+
+    fn memory_limit(&self) -> Option<(u64, &'static str)> {
+        Some((cpu::memory::memory_budget()?, "the emulator's memory budget (half the available memory)"))
+    }
+
+    /// Checked by [`Device::check_allocation`](super::Device::check_allocation) first.
     fn alloc(&self, dtype: DType, len: usize, init: Option<&[u64]>) -> Result<Arc<dyn RuntimeArray>> {
-        let err = |message: String| Error::Allocation { dtype, len, message };
-        let bytes = cpu::memory::buffer_bytes(len).ok_or_else(|| err("the size in bytes overflows".into()))?;
-        if let Some(budget) = cpu::memory::memory_budget().filter(|b| bytes > *b) {
-            return Err(err(format!(
-                "the emulator needs {bytes} bytes (8 per element), over its budget of {budget} bytes (half the available memory)"
-            )));
-        }
         let buf = match init {
             Some(bits) => Buffer::from_bits(dtype, bits),
             None => Buffer::zeroed(dtype, len),
@@ -141,7 +162,7 @@ impl Runtime for CpuRuntime {
             .collect();
         let geo =
             cpu::LaunchGeometry { grid, block_dim: prog.kernel.block_dim, subgroup_size: self.target.subgroup_size() };
-        cpu::launch(prog, geo, &cpu_args, &self.options).map_err(Error::from)
+        cpu::launch(prog, geo, &cpu_args, &self.next_launch_options()).map_err(Error::from)
     }
 }
 
@@ -195,6 +216,29 @@ mod tests {
         assert_eq!(&names[..5], ["cpu", "cpu:sg4", "cpu:sg8", "cpu:sg16", "cpu:sg64"]);
         for n in &names {
             assert_eq!(Device::from_name(n).unwrap().name(), n);
+        }
+    }
+
+    #[test]
+    fn weak_memory_names_round_trip_and_only_the_emulator_has_them() {
+        for (name, seed) in [("cpu+weak", 0), ("cpu:sg8+weak=7", 7), ("cpu:sg32@metal+weak=3", 3)] {
+            let d = Device::from_name(name).unwrap();
+            assert_eq!(d.name(), name);
+            assert!(d.info().notes.contains(&format!("weak memory (D26), seed {seed}")), "{:?}", d.info().notes);
+        }
+        let weak = cpu::Options { memory: cpu::Memory::Weak { seed: 9 }, ..Default::default() };
+        assert_eq!(Device::cpu_with(16, weak).unwrap().name(), "cpu:sg16+weak=9");
+        assert_eq!(Device::from_name("cpu:sg32+weak=0").unwrap().name(), "cpu+weak");
+        for (name, says) in [
+            ("cuda+weak", "only the emulator"),
+            ("vulkan:0+weak=1", "only the emulator"),
+            ("cpu+strong", "unknown memory mode `+strong`"),
+            ("cpu+weak=x", "is a number"),
+            ("cpu+weakly", "is a number"),
+        ] {
+            let e = Device::from_name(name).unwrap_err();
+            assert!(matches!(&e, Error::Unavailable { backend, .. } if backend == name), "{e}");
+            assert!(e.to_string().contains(says), "{name}: {e}");
         }
     }
 }

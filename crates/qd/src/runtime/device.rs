@@ -11,7 +11,7 @@ use super::array::{DeviceArray, RuntimeArray};
 use super::cache::{lock, CodeOverrides, KernelCache};
 use super::errors::{Error, Result};
 use super::info::{CompileStats, DeviceInfo};
-use super::{cpu, cuda, launch, vulkan, Arg, CudaOptions, Grid, PtxCode, SpirvCode};
+use super::{cpu, launch, Arg, Grid, PtxCode, SpirvCode};
 use crate::backend::Target;
 use crate::ir::{self, DType};
 use crate::trace::{Kernel, Scalar};
@@ -33,6 +33,18 @@ pub(crate) trait Runtime: Send + Sync {
 
     /// A new array of `len` elements of `dtype`: zeroed, or holding `init` (`len` element bits).
     fn alloc(&self, dtype: DType, len: usize, init: Option<&[u64]>) -> Result<Arc<dyn RuntimeArray>>;
+
+    /// Bytes an array of `len` elements of `dtype` takes in this runtime's memory, `None` when the
+    /// number overflows: `len * dtype.size_bytes()` by default (the emulator keeps 8 per element).
+    fn array_bytes(&self, dtype: DType, len: usize) -> Option<u64> {
+        (len as u64).checked_mul(dtype.size_bytes() as u64)
+    }
+
+    /// The memory one new array may take at most, and what that figure is (for the error), when
+    /// the runtime knows it: the device's memory on a GPU, the memory budget on the emulator.
+    fn memory_limit(&self) -> Option<(u64, &'static str)> {
+        None
+    }
 
     /// Whether `array` lives on this device, so a kernel here can use it.
     fn owns(&self, array: &dyn RuntimeArray) -> bool;
@@ -158,7 +170,7 @@ impl CompiledKernel {
 }
 
 impl Device {
-    fn new(name: String, runtime: Arc<dyn Runtime>) -> Device {
+    pub(crate) fn new(name: String, runtime: Arc<dyn Runtime>) -> Device {
         let target = runtime.target();
         Device {
             inner: Arc::new(DeviceInner {
@@ -184,7 +196,8 @@ impl Device {
                 reason: "the emulator's subgroup size is one of 4, 8, 16, 32, 64".into(),
             });
         }
-        let name = if subgroup_size == 32 { "cpu".into() } else { format!("cpu:sg{subgroup_size}") };
+        let base = if subgroup_size == 32 { "cpu".into() } else { format!("cpu:sg{subgroup_size}") };
+        let name = base + &memory_suffix(options.memory);
         Ok(Device::new(name, Arc::new(cpu::CpuRuntime::new(Target::cpu(subgroup_size), options))))
     }
 
@@ -201,62 +214,8 @@ impl Device {
             });
         }
         let worn = Target::cpu(sg).wearing(target);
-        Ok(Device::new(worn.name(), Arc::new(cpu::CpuRuntime::new(worn, options))))
-    }
-
-    /// CUDA device `ordinal` (`cuda:N`), with the disk cache set from the environment.
-    ///
-    /// Without a driver (no `libcuda`), with no such device, or when the driver fails to start,
-    /// this is [`Error::Unavailable`] with the reason; in a build without the `cuda` feature it is
-    /// [`Error::BackendNotBuilt`].
-    pub fn cuda(ordinal: u32) -> Result<Device> {
-        Device::cuda_with(ordinal, CudaOptions::from_env())
-    }
-
-    /// CUDA device `ordinal` with explicit options (e.g. a private cache folder).
-    pub fn cuda_with(ordinal: u32, options: CudaOptions) -> Result<Device> {
-        let name = format!("cuda:{ordinal}");
-        let runtime = cuda::open(ordinal, &options, &name)?;
-        Ok(Device::new(name, runtime))
-    }
-
-    /// Vulkan device `ordinal` (`vulkan:N`, in the order of [`available_devices`](super::available_devices)
-    /// and `qd info`).
-    ///
-    /// Without a Vulkan loader (`libvulkan.so.1`), without a driver, with no such device, or with a
-    /// device that lacks what qd needs (Vulkan 1.1, compute subgroups with basic, vote, ballot,
-    /// shuffle and relative shuffle operations, `shaderInt64`), this is [`Error::Unavailable`] with
-    /// the reason and, where something is missing, how to install it; in a build without the
-    /// `vulkan` feature it is [`Error::BackendNotBuilt`]. Every `Device` naming the same ordinal
-    /// shares one logical device, so arrays move freely between them.
-    pub fn vulkan(ordinal: u32) -> Result<Device> {
-        let name = format!("vulkan:{ordinal}");
-        let runtime = vulkan::open(ordinal, &name)?;
-        Ok(Device::new(name, runtime))
-    }
-
-    /// The Metal device (`metal:0`, the system default): macOS with the `metal` cargo feature only.
-    /// Elsewhere [`Error::Unavailable`] (Metal runs on macOS only); on macOS without the feature
-    /// [`Error::BackendNotBuilt`]. Not yet run on Apple hardware by this project.
-    pub fn metal(ordinal: u32) -> Result<Device> {
-        let name = format!("metal:{ordinal}");
-        let runtime = super::metal::open(ordinal, &name)?;
-        Ok(Device::new(name, runtime))
-    }
-
-    /// AMD GPU `ordinal` (`amdgpu:N`, in HIP's order) through HIP, with the `amdgpu` cargo feature.
-    /// Kernels are traced for [`Target::amdgpu`] of the device's architecture (from its
-    /// `gcnArchName`) and made into code objects by ROCm's own `llc` and `ld.lld`, cached on disk.
-    ///
-    /// Without ROCm (no `libamdhip64` under `$ROCM_PATH/lib`, `/opt/rocm/lib` or the loader's
-    /// path), without its LLVM, with no such device, with an architecture the code generator does
-    /// not know, or with a wavefront size it cannot run, this is [`Error::Unavailable`] with the
-    /// reason; in a build without the feature [`Error::BackendNotBuilt`]. Not yet run on AMD
-    /// hardware by this project.
-    pub fn amdgpu(ordinal: u32) -> Result<Device> {
-        let name = format!("amdgpu:{ordinal}");
-        let runtime = super::amdgpu::open(ordinal, &name)?;
-        Ok(Device::new(name, runtime))
+        let name = worn.name() + &memory_suffix(options.memory);
+        Ok(Device::new(name, Arc::new(cpu::CpuRuntime::new(worn, options))))
     }
 
     /// A device by its command-line name (D10): `cpu`, `cpu:sgN`, `cuda[:N]`, `vulkan[:N]`,
@@ -268,8 +227,17 @@ impl Device {
     ///
     /// `cuda` is `cuda:0` and `vulkan` is `vulkan:0`; the device's [`name`](Device::name) is always
     /// `cuda:N` or `vulkan:N` (`amdgpu` is `amdgpu:0`).
+    ///
+    /// An emulator name may end in `+weak` or `+weak=SEED` (`cpu:sg32+weak`, `cpu@metal+weak=7`):
+    /// the weak-memory mode of D26 ([`Memory::Weak`](crate::backend::cpu::Memory::Weak), seed 0
+    /// unless given), where a kernel that leaves out a fence can fail.
     pub fn from_name(name: &str) -> Result<Device> {
         let unavailable = |reason: &str| Error::Unavailable { backend: name.to_string(), reason: reason.to_string() };
+        let (name, memory) = split_memory(name).map_err(|reason| unavailable(&reason))?;
+        let options = crate::backend::cpu::Options { memory, ..Default::default() };
+        if memory != crate::backend::cpu::Memory::Sequential && !name.starts_with("cpu") {
+            return Err(unavailable("only the emulator (cpu, cpu:sgN, cpu…@target) has a weak-memory mode"));
+        }
         if let Some((emulator, worn)) = name.split_once('@') {
             let target = Target::from_features_name(worn).map_err(|e| unavailable(&e))?;
             let sg = target.subgroup_size();
@@ -279,50 +247,32 @@ impl Device {
                      cpu@{worn} or cpu:sg{sg}@{worn}"
                 )));
             }
-            let strict = crate::backend::cpu::Options { strict: true, ..Default::default() };
+            let strict = crate::backend::cpu::Options { strict: true, ..options };
             return Device::cpu_wearing(&target, strict);
         }
-        match name {
-            "cpu" => Ok(Device::cpu()),
-            n if n.starts_with("cpu:sg") => {
-                let sg: u32 = n["cpu:sg".len()..]
-                    .parse()
-                    .map_err(|_| unavailable("expected cpu:sgN with N in 4, 8, 16, 32, 64"))?;
-                Device::cpu_with(sg, crate::backend::cpu::Options::default())
-            }
-            "cuda" => Device::cuda(0).map_err(|e| rename_unavailable(e, name)),
-            n if n.starts_with("cuda:") => {
-                let ordinal: u32 = n["cuda:".len()..]
-                    .parse()
-                    .map_err(|_| unavailable("expected cuda or cuda:N with N a device index (see `qd info`)"))?;
-                Device::cuda(ordinal).map_err(|e| rename_unavailable(e, name))
-            }
-            "vulkan" => Device::vulkan(0).map_err(|e| rename_unavailable(e, name)),
-            n if n.starts_with("vulkan:") => {
-                let ordinal: u32 = n["vulkan:".len()..]
-                    .parse()
-                    .map_err(|_| unavailable("expected vulkan or vulkan:N with N a device index (see `qd info`)"))?;
-                Device::vulkan(ordinal).map_err(|e| rename_unavailable(e, name))
-            }
-            "metal" => Device::metal(0).map_err(|e| rename_unavailable(e, name)),
-            n if n.starts_with("metal:") => {
-                let ordinal: u32 = n["metal:".len()..].parse().map_err(|_| unavailable("expected metal or metal:0"))?;
-                Device::metal(ordinal).map_err(|e| rename_unavailable(e, name))
-            }
-            "amdgpu" => Device::amdgpu(0).map_err(|e| rename_unavailable(e, name)),
-            n if n.starts_with("amdgpu:") => {
-                let ordinal: u32 = n["amdgpu:".len()..].parse().map_err(|_| {
-                    unavailable(
-                        "expected amdgpu or amdgpu:N with N a device index (see `qd info`); amdgpu:gfxNNN \
-                         names a target, for `qd emit` and `cpu@amdgpu:gfxNNN`",
-                    )
-                })?;
-                Device::amdgpu(ordinal).map_err(|e| rename_unavailable(e, name))
-            }
-            _ => {
-                Err(unavailable("unknown backend; expected cpu, cpu:sgN, cuda[:N], vulkan[:N], metal[:0], amdgpu[:N]"))
-            }
+        if name == "cpu" {
+            return Device::cpu_with(32, options);
         }
+        if let Some(lanes) = name.strip_prefix("cpu:sg") {
+            let sg: u32 = lanes.parse().map_err(|_| unavailable("expected cpu:sgN with N in 4, 8, 16, 32, 64"))?;
+            return Device::cpu_with(sg, options);
+        }
+        for family in super::RUNTIMES {
+            let ordinal = if name == family.name {
+                0
+            } else if let Some(n) = name.strip_prefix(family.name).and_then(|rest| rest.strip_prefix(':')) {
+                n.parse().map_err(|_| unavailable(family.name_hint))?
+            } else {
+                continue;
+            };
+            // The device is always named `<family>:N`; an error keeps the name the user gave.
+            let runtime = (family.open)(ordinal, &format!("{}:{ordinal}", family.name))
+                .map_err(|e| rename_unavailable(e, name))?;
+            return Ok(Device::new(format!("{}:{ordinal}", family.name), runtime));
+        }
+        let mut known = vec!["cpu".to_string(), "cpu:sgN".to_string()];
+        known.extend(super::RUNTIMES.iter().map(|f| format!("{}[:N]", f.name)));
+        Err(unavailable(&format!("unknown backend; expected {}", known.join(", "))))
     }
 
     /// The device's name (`cpu`, `cpu:sg8`, `cuda:0`, `vulkan:0`, ...).
@@ -351,20 +301,52 @@ impl Device {
         self.info().to_string()
     }
 
-    /// Copies `data` to a new device array.
+    /// Copies `data` to a new device array (checked first by
+    /// [`check_allocation`](Device::check_allocation)).
     pub fn array_from<T: Scalar>(&self, data: &[T]) -> Result<DeviceArray<T>> {
+        self.check_allocation(T::DTYPE, data.len())?;
         let bits: Vec<u64> = data.iter().map(|x| x.to_bits()).collect();
         Ok(DeviceArray::from_storage(self.inner.runtime.alloc(T::DTYPE, data.len(), Some(&bits))?))
     }
 
-    /// A new zero-filled device array.
+    /// A new zero-filled device array (checked first by [`check_allocation`](Device::check_allocation)).
     pub fn zeros<T: Scalar>(&self, len: usize) -> Result<DeviceArray<T>> {
-        // Checked here for every backend: the byte size must be a number before a driver sees it.
-        if len.checked_mul(T::DTYPE.size_bytes()).is_none() {
-            let message = "the size in bytes overflows".into();
-            return Err(Error::Allocation { dtype: T::DTYPE, len, message });
-        }
+        self.check_allocation(T::DTYPE, len)?;
         Ok(DeviceArray::from_storage(self.inner.runtime.alloc(T::DTYPE, len, None)?))
+    }
+
+    /// Whether this device can hold an array of `len` elements of `dtype`, checked before any
+    /// driver sees the request (every allocation of [`zeros`](Device::zeros) and
+    /// [`array_from`](Device::array_from) goes through it): its size in bytes must not overflow,
+    /// nor exceed the largest array the device can address (the target's
+    /// [`max_buffer_bytes`](crate::target::Limits::max_buffer_bytes)) or the memory it has (on the
+    /// emulator, its memory budget, half the available memory: reserving alone does not stop the
+    /// OOM killer). Otherwise [`Error::Allocation`], naming the array, its size and the limit.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// let d = Device::cpu();
+    /// assert!(d.check_allocation(qd::ir::DType::F32, 1024).is_ok());
+    /// let e = d.check_allocation(qd::ir::DType::F64, usize::MAX).unwrap_err();
+    /// assert!(e.to_string().contains("overflows"), "{e}");
+    /// ```
+    pub fn check_allocation(&self, dtype: DType, len: usize) -> Result<()> {
+        let err = |message: String| Err(Error::Allocation { dtype, len, message });
+        let runtime = &self.inner.runtime;
+        // What a kernel addresses (the target's element size), and what the runtime's memory holds
+        // (the emulator keeps 8 bytes per element).
+        let addressed = (len as u64).checked_mul(dtype.size_bytes() as u64);
+        let (Some(addressed), Some(held)) = (addressed, runtime.array_bytes(dtype, len)) else {
+            return err(format!("its size in bytes ({len} × {}) overflows", dtype.size_bytes()));
+        };
+        let device = &self.inner.name;
+        if let Some(max) = self.inner.target.limits().max_buffer_bytes.filter(|max| addressed > *max) {
+            return err(format!("its {addressed} bytes are over the {max} bytes one array may take on {device}"));
+        }
+        if let Some((limit, what)) = runtime.memory_limit().filter(|(limit, _)| held > *limit) {
+            return err(format!("it needs {held} bytes, over {what} of {limit} bytes on {device}"));
+        }
+        Ok(())
     }
 
     /// Traces (once per kernel definition and device), lowers and loads `kernel`.
@@ -445,7 +427,16 @@ impl Device {
     }
 
     /// Launches a range kernel: the grid comes from its `parallel_for` bounds (D1).
+    ///
+    /// A launch or argument error ([`Error::Launch`], [`Error::Argument`]) ends with the caller's
+    /// line, `(the launch at file:line:col)`; so do those of the other launch calls.
+    #[track_caller]
     pub fn launch(&self, kernel: &Kernel, args: &[Arg]) -> Result<()> {
+        let site = crate::ir::SrcLoc::caller();
+        self.launch_unsited(kernel, args).map_err(|e| e.at_launch_site(site))
+    }
+
+    fn launch_unsited(&self, kernel: &Kernel, args: &[Arg]) -> Result<()> {
         let compiled = self.compile(kernel)?;
         let k = compiled.kernel();
         if k.launch != crate::ir::LaunchKind::Range {
@@ -460,7 +451,13 @@ impl Device {
     }
 
     /// Launches an explicit kernel on `grid` blocks of its `block_dim` threads.
+    #[track_caller]
     pub fn launch_grid(&self, kernel: &Kernel, grid: Grid, args: &[Arg]) -> Result<()> {
+        let site = crate::ir::SrcLoc::caller();
+        self.launch_grid_unsited(kernel, grid, args).map_err(|e| e.at_launch_site(site))
+    }
+
+    fn launch_grid_unsited(&self, kernel: &Kernel, grid: Grid, args: &[Arg]) -> Result<()> {
         let compiled = self.compile(kernel)?;
         let k = compiled.kernel();
         if k.launch != crate::ir::LaunchKind::Explicit {
@@ -479,7 +476,13 @@ impl Device {
     /// `grid` must be a multiple of `cluster`, and `cluster` at most 8 (the portable cluster size);
     /// other devices have no clusters. Errors are those of [`launch_grid`](Device::launch_grid),
     /// plus [`Error::Launch`] for a cluster size that does not fit.
+    #[track_caller]
     pub fn launch_cluster(&self, kernel: &Kernel, grid: Grid, cluster: u32, args: &[Arg]) -> Result<()> {
+        let site = crate::ir::SrcLoc::caller();
+        self.launch_cluster_unsited(kernel, grid, cluster, args).map_err(|e| e.at_launch_site(site))
+    }
+
+    fn launch_cluster_unsited(&self, kernel: &Kernel, grid: Grid, cluster: u32, args: &[Arg]) -> Result<()> {
         let compiled = self.compile(kernel)?;
         let k = compiled.kernel();
         let fail = |message: String| Error::Launch { kernel: k.name.clone(), message };
@@ -515,7 +518,13 @@ impl Device {
     /// Compiling is never timed: the first call compiles (or finds the kernel in the caches) before
     /// the clock starts. Errors are those of [`launch`](Device::launch) and
     /// [`launch_grid`](Device::launch_grid), plus [`Error::Driver`] for a failed event call.
+    #[track_caller]
     pub fn launch_timed(&self, kernel: &Kernel, grid: Option<Grid>, args: &[Arg]) -> Result<Duration> {
+        let site = crate::ir::SrcLoc::caller();
+        self.launch_timed_unsited(kernel, grid, args).map_err(|e| e.at_launch_site(site))
+    }
+
+    fn launch_timed_unsited(&self, kernel: &Kernel, grid: Option<Grid>, args: &[Arg]) -> Result<Duration> {
         let compiled = self.compile(kernel)?;
         let k = compiled.kernel();
         use crate::ir::LaunchKind;
@@ -569,6 +578,29 @@ impl Device {
         }
         Ok(())
     }
+}
+
+/// The device-name suffix of an emulator memory mode (D26): none, `+weak` (seed 0), `+weak=SEED`.
+fn memory_suffix(memory: crate::backend::cpu::Memory) -> String {
+    match memory {
+        crate::backend::cpu::Memory::Sequential => String::new(),
+        crate::backend::cpu::Memory::Weak { seed: 0 } => "+weak".into(),
+        crate::backend::cpu::Memory::Weak { seed } => format!("+weak={seed}"),
+    }
+}
+
+/// A device name without its memory suffix, and the memory mode that suffix names.
+fn split_memory(name: &str) -> std::result::Result<(&str, crate::backend::cpu::Memory), String> {
+    use crate::backend::cpu::Memory;
+    let Some((base, mode)) = name.rsplit_once('+') else { return Ok((name, Memory::Sequential)) };
+    let seed = match mode.strip_prefix("weak") {
+        Some("") => 0,
+        Some(s) => s.strip_prefix('=').and_then(|s| s.parse().ok()).ok_or_else(|| {
+            format!("`+{mode}`: the seed of the weak-memory mode is a number (`+weak` or `+weak=SEED`)")
+        })?,
+        None => return Err(format!("unknown memory mode `+{mode}`; the emulator's is `+weak` or `+weak=SEED`")),
+    };
+    Ok((base, Memory::Weak { seed }))
 }
 
 /// `Unavailable` errors of `Device::cuda` and `Device::vulkan` name `cuda:N` / `vulkan:N`; keep the

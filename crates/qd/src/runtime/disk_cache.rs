@@ -13,16 +13,17 @@
 //! The cache is best effort: failing to create the folder or write a file never fails a launch; it
 //! shows in [`CompileStats::disk`](super::CompileStats).
 
-// The cubin cache itself is only used by the CUDA runtime; the settings it reads from the
-// environment are part of `CudaOptions`, which every build has.
-#[cfg(any(feature = "cuda", feature = "amdgpu", test))]
+// The cache is used by the CUDA and AMDGPU runtimes; the settings it reads from the environment
+// are part of `CudaOptions`, which every build has. A build without either runtime still compiles
+// it (so the code cannot rot behind a feature), and only there is it unused.
+#![cfg_attr(not(any(feature = "cuda", feature = "amdgpu")), allow(dead_code))]
+
 use std::io::Write;
-#[cfg(any(feature = "cuda", feature = "amdgpu", test))]
 use std::path::Path;
 use std::path::PathBuf;
 
-#[cfg(any(feature = "cuda", test))]
 /// Bump when the cache's layout or key changes.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 const FORMAT_TAG: &[u8] = b"qd-cubin-cache-v1\0";
 
 /// Environment variable naming the cache folder.
@@ -44,7 +45,6 @@ pub(crate) fn dir_from_env() -> Option<PathBuf> {
     std::env::var_os("HOME").filter(|h| !h.is_empty()).map(|h| PathBuf::from(h).join(".cache").join("qd"))
 }
 
-#[cfg(any(feature = "cuda", feature = "amdgpu", test))]
 /// 128-bit FNV-1a.
 fn fnv1a_128(parts: &[&[u8]]) -> u128 {
     const OFFSET: u128 = 0x6c62272e07bb014262b821756295c58d;
@@ -60,22 +60,18 @@ fn fnv1a_128(parts: &[&[u8]]) -> u128 {
     h
 }
 
-#[cfg(any(feature = "cuda", feature = "amdgpu", test))]
 /// The cache key of a PTX module for compute capability `sm` under driver `driver_version`.
-#[cfg(any(feature = "cuda", test))]
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(crate) fn key(ptx: &str, sm: u32, driver_version: u32) -> String {
-    let h = fnv1a_128(&[FORMAT_TAG, &sm.to_le_bytes(), &driver_version.to_le_bytes(), ptx.as_bytes()]);
-    format!("{h:032x}")
+    key_of(FORMAT_TAG, &[&sm.to_le_bytes(), &driver_version.to_le_bytes(), ptx.as_bytes()])
 }
 
-#[cfg(any(feature = "cuda", feature = "amdgpu", test))]
 /// A cubin cache rooted at one folder.
 #[derive(Clone, Debug)]
 pub(crate) struct DiskCache {
     root: PathBuf,
 }
 
-#[cfg(any(feature = "cuda", feature = "amdgpu", test))]
 impl DiskCache {
     /// A cache under `root` (created on the first store).
     pub(crate) fn new(root: PathBuf) -> DiskCache {
@@ -88,13 +84,12 @@ impl DiskCache {
     }
 
     /// Where the cubin for `key` and `sm` lives.
-    #[cfg(any(feature = "cuda", test))]
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fn path(&self, key: &str, sm: u32) -> PathBuf {
-        self.root.join("cuda").join(format!("sm_{sm}")).join(format!("{key}.cubin"))
+        self.path_for("cuda", &format!("sm_{sm}"), key, "cubin")
     }
 
     /// Where the file `key.ext` of `backend`'s target `arch` lives (`<root>/<backend>/<arch>/<key>.<ext>`).
-    #[cfg(any(feature = "amdgpu", test))]
     pub(crate) fn path_for(&self, backend: &str, arch: &str, key: &str, ext: &str) -> PathBuf {
         self.root.join(backend).join(arch).join(format!("{key}.{ext}"))
     }
@@ -130,7 +125,6 @@ impl DiskCache {
     }
 }
 
-#[cfg(any(feature = "amdgpu", test))]
 /// A cache key from a format tag and the parts that must all match (toolchain, target, source).
 pub(crate) fn key_of(tag: &[u8], parts: &[&[u8]]) -> String {
     let mut all = vec![tag];

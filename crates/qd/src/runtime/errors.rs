@@ -2,6 +2,7 @@
 //! [`Error`], never a panic.
 
 use crate::backend::cpu;
+use crate::ir::SrcLoc;
 use crate::trace::TraceError;
 
 /// Everything that can go wrong between a kernel definition and its results.
@@ -32,6 +33,19 @@ pub enum Error {
         kernel: String,
         /// What is wrong.
         message: String,
+    },
+    /// A host copy of the wrong length: [`DeviceArray::write`](super::DeviceArray::write) copies a
+    /// whole array, so `data` must have exactly the array's length.
+    #[error("host write at {at}: {array} takes exactly {expected} elements, {given} given")]
+    HostCopy {
+        /// The array written (its element type, length and device, e.g. `the i32 array of 4 elements on cpu`).
+        array: String,
+        /// The array's length.
+        expected: usize,
+        /// The length of the data given.
+        given: usize,
+        /// The user's line of the call.
+        at: SrcLoc,
     },
     /// An array the device cannot hold: its size overflows, or exceeds the device's memory (on the
     /// emulator, its memory budget: [`crate::backend::cpu::memory::memory_budget`]).
@@ -73,6 +87,23 @@ pub enum Error {
         /// The cargo feature of the `qd` crate that builds its runtime.
         feature: &'static str,
     },
+}
+
+impl Error {
+    /// Names the user's line of the launch call in a launch or argument error (`Error::Launch`,
+    /// `Error::Argument`): those are found after tracing, where no instruction points at the user's
+    /// code, so the message ends with `(the launch at file:line:col)`. Other errors already carry
+    /// their own line (trace and emulator errors) or concern the device, and pass unchanged.
+    pub(crate) fn at_launch_site(self, site: SrcLoc) -> Error {
+        let sited = |message: String| format!("{message} (the launch at {site})");
+        match self {
+            Error::Launch { kernel, message } => Error::Launch { kernel, message: sited(message) },
+            Error::Argument { kernel, index, param, message } => {
+                Error::Argument { kernel, index, param, message: sited(message) }
+            }
+            other => other,
+        }
+    }
 }
 
 /// Result alias.

@@ -11,67 +11,84 @@ pub const RANGE_GRID_CAP: u32 = 65_535;
 /// Evaluates the range bounds `(begin, end)` of a range kernel on the host.
 ///
 /// The bounds may use constants, scalar parameters, array lengths and arithmetic on them. `args`
-/// are the launch's arguments, already checked against the parameters.
+/// are the launch's arguments, already checked against the parameters. A bound that cannot be
+/// computed is an [`Error::Launch`] saying why and where: the op that divides by zero, or the
+/// device-only value (an id, a load, a variable) it depends on, with the user's line.
 pub fn range_bounds(k: &Kernel, args: &[Arg]) -> Result<(i32, i32)> {
-    let mut vals: HashMap<ValueId, u64> = HashMap::new();
+    // Each top-level value: its bits, or why the host cannot know them.
+    let mut vals: HashMap<ValueId, std::result::Result<u64, String>> = HashMap::new();
     for (p, a) in k.params.iter().zip(args) {
         if let (Param::Scalar { value, .. }, Arg::Scalar(_, bits)) = (p, a) {
-            vals.insert(*value, *bits);
+            vals.insert(*value, Ok(*bits));
         }
     }
-    let bad = |what: String| Error::Launch {
-        kernel: k.name.clone(),
-        message: format!(
-            "range bounds must be computable on the host (constants, scalar parameters, array lengths): {what}"
-        ),
+    let get = |v: &ValueId, vals: &HashMap<ValueId, std::result::Result<u64, String>>| {
+        vals.get(v).cloned().unwrap_or_else(|| Err("a value computed on the device".into()))
     };
     for inst in &k.body.insts {
-        let get = |v: &ValueId, vals: &HashMap<ValueId, u64>| vals.get(v).copied();
+        let at = |what: &str| format!("`{}` at {} {what}", inst.op_name(), inst.loc);
+        let evaluated = |r: std::result::Result<u64, eval::EvalError>| {
+            r.map_err(|e| match e {
+                eval::EvalError::DivisionByZero => at("divides by zero"),
+                eval::EvalError::Unsupported => at("is not defined on its operand types"),
+            })
+        };
         let (dst, r) = match &inst.kind {
             InstKind::GridStride { begin, end, .. } => {
-                let b = get(begin, &vals).ok_or_else(|| bad("begin".into()))?;
-                let e = get(end, &vals).ok_or_else(|| bad("end".into()))?;
+                let bound = |name: &str, v: &ValueId| {
+                    get(v, &vals).map_err(|why| Error::Launch {
+                        kernel: k.name.clone(),
+                        message: format!(
+                            "the range {name} of `parallel_for` at {} cannot be computed on the host: {why}; range \
+                             bounds may use constants, scalar parameters, array lengths and arithmetic on them",
+                            inst.loc
+                        ),
+                    })
+                };
+                let (b, e) = (bound("begin", begin)?, bound("end", end)?);
                 return Ok((b as u32 as i32, e as u32 as i32));
             }
-            InstKind::Const { dst, value } => (*dst, Some(value.bits)),
+            InstKind::Const { dst, value } => (*dst, Ok(value.bits)),
             InstKind::ArrayLen { dst, array: ArrayRef::Param(i) } => {
                 let len = match args.get(*i as usize) {
                     Some(Arg::Array(a)) => a.len() as u64,
                     _ => 0,
                 };
-                (*dst, Some(len))
+                (*dst, Ok(len))
             }
-            InstKind::Special { dst, reg: Special::BlockDim } => (*dst, Some(k.block_dim as u64)),
-            InstKind::Special { dst, reg: Special::SubgroupSize } => (*dst, Some(k.subgroup_size as u64)),
+            InstKind::Special { dst, reg: Special::BlockDim } => (*dst, Ok(k.block_dim as u64)),
+            InstKind::Special { dst, reg: Special::SubgroupSize } => (*dst, Ok(k.subgroup_size as u64)),
             InstKind::Binary { dst, op, a, b } => {
-                let r = match (get(a, &vals), get(b, &vals)) {
-                    (Some(x), Some(y)) => eval::binary(k.dtype(*a), *op, x, y).ok(),
-                    _ => None,
-                };
-                (*dst, r)
+                let r = get(a, &vals).and_then(|x| get(b, &vals).map(|y| (x, y)));
+                (*dst, r.and_then(|(x, y)| evaluated(eval::binary(k.dtype(*a), *op, x, y))))
             }
-            InstKind::Unary { dst, op, a } => (*dst, get(a, &vals).and_then(|x| eval::unary(k.dtype(*a), *op, x).ok())),
+            InstKind::Unary { dst, op, a } => {
+                (*dst, get(a, &vals).and_then(|x| evaluated(eval::unary(k.dtype(*a), *op, x))))
+            }
             InstKind::Cast { dst, a } => {
-                (*dst, get(a, &vals).and_then(|x| eval::cast(k.dtype(*a), k.dtype(*dst), x).ok()))
+                (*dst, get(a, &vals).and_then(|x| evaluated(eval::cast(k.dtype(*a), k.dtype(*dst), x))))
             }
             InstKind::Cmp { dst, op, a, b } => {
-                let r = match (get(a, &vals), get(b, &vals)) {
-                    (Some(x), Some(y)) => Some(eval::compare(k.dtype(*a), *op, x, y)),
-                    _ => None,
-                };
-                (*dst, r)
+                let r = get(a, &vals).and_then(|x| get(b, &vals).map(|y| (x, y)));
+                (*dst, r.map(|(x, y)| eval::compare(k.dtype(*a), *op, x, y)))
             }
             InstKind::Select { dst, cond, a, b } => {
-                let r = get(cond, &vals).and_then(|c| if c & 1 != 0 { get(a, &vals) } else { get(b, &vals) });
-                (*dst, r)
+                (*dst, get(cond, &vals).and_then(|c| if c & 1 != 0 { get(a, &vals) } else { get(b, &vals) }))
             }
-            _ => continue,
+            other => {
+                // Thread and block ids, loads, variables, collectives: values only the device has.
+                for d in other.defs() {
+                    vals.insert(d, Err(at("gives a value that exists only on the device")));
+                }
+                continue;
+            }
         };
-        if let Some(r) = r {
-            vals.insert(dst, r);
-        }
+        vals.insert(dst, r);
     }
-    Err(bad("the kernel has no parallel_for".into()))
+    Err(Error::Launch {
+        kernel: k.name.clone(),
+        message: "a range kernel must call parallel_for; this one does not".into(),
+    })
 }
 
 /// Blocks for a range kernel, enforcing D1's `n % block_dim == 0` when the body uses collectives.
@@ -86,7 +103,7 @@ pub(super) fn range_grid(k: &Kernel, args: &[Arg]) -> Result<u32> {
         let mut collective = None;
         k.body.walk(&mut |i| {
             if collective.is_none() && (i.kind.is_subgroup_collective() || i.kind.is_block_barrier()) {
-                collective = Some((i.kind.mnemonic(), i.loc));
+                collective = Some((i.op_name(), i.loc));
             }
         });
         if let Some((op, loc)) = collective {

@@ -26,6 +26,11 @@
 //! its devices are [`Error::BackendNotBuilt`] and [`available_devices`] leaves them out. The code
 //! generators (`backend/`) are always built.
 //!
+//! The GPU runtimes are found through one table, [`RUNTIMES`] (`RuntimeFamily`): each runtime
+//! module exports a `FAMILY` with its name, how to count its devices and how to open one, and
+//! defines its own `Device::<name>` constructor; [`Device::from_name`], [`available_devices`] and
+//! `qd info` read the table. A new runtime is its folder plus one `mod` line and one entry here.
+//!
 //! All share the argument checks ([`Error::Argument`]) and the D1 grid of range kernels
 //! (`launch.rs`), so a mistake reads the same on every backend. The rest: `errors.rs` ([`Error`]),
 //! `info.rs` ([`DeviceInfo`], [`CompileStats`]), `cache.rs` (the in-memory kernel cache).
@@ -52,6 +57,36 @@ pub use info::{CompileStats, DeviceInfo, DiskCacheUse};
 pub use launch::{range_bounds, RANGE_GRID_CAP};
 pub use vulkan::{SpirvCode, SpirvParam};
 
+/// One GPU runtime as device names see it: `<name>` and `<name>:N` open its device `N`.
+pub(crate) struct RuntimeFamily {
+    /// The name before `:N` (`cuda`, `vulkan`, `metal`, `amdgpu`).
+    pub(crate) name: &'static str,
+    /// What its devices are, for `qd info`.
+    pub(crate) about: &'static str,
+    /// What a name of this family must look like, for the error when `:N` is not a number.
+    pub(crate) name_hint: &'static str,
+    /// How many devices this machine has: 0 without the driver, or in a build without the feature.
+    pub(crate) device_count: fn() -> u32,
+    /// Opens device `ordinal`, named `name` in errors and in [`Device::name`]: the driver missing,
+    /// no such device, a device qd cannot use or the feature left out are typed errors.
+    pub(crate) open: fn(ordinal: u32, name: &str) -> Result<std::sync::Arc<dyn device::Runtime>>,
+}
+
+/// Every GPU runtime, in the order devices are listed (the emulator is not in it: it is always
+/// there and has its own names, `cpu` and `cpu:sgN`).
+pub(crate) const RUNTIMES: &[RuntimeFamily] = &[cuda::FAMILY, vulkan::FAMILY, metal::FAMILY, amdgpu::FAMILY];
+
+/// The GPU runtime families by name, with what their devices are (`qd info`'s list): `cuda`,
+/// `vulkan`, `metal`, `amdgpu`.
+///
+/// ```
+/// let names: Vec<&str> = qd::runtime::runtime_families().map(|(name, _)| name).collect();
+/// assert_eq!(names, ["cuda", "vulkan", "metal", "amdgpu"]);
+/// ```
+pub fn runtime_families() -> impl Iterator<Item = (&'static str, &'static str)> {
+    RUNTIMES.iter().map(|f| (f.name, f.about))
+}
+
 /// Launch grid for explicit kernels: the number of blocks.
 pub type Grid = u32;
 
@@ -67,9 +102,8 @@ pub type Grid = u32;
 pub fn available_devices() -> Vec<String> {
     let mut names = vec!["cpu".to_string()];
     names.extend(cpu::SUBGROUP_SIZES.iter().filter(|&&sg| sg != 32).map(|sg| format!("cpu:sg{sg}")));
-    names.extend((0..cuda::device_count()).map(|i| format!("cuda:{i}")));
-    names.extend((0..vulkan::device_count()).map(|i| format!("vulkan:{i}")));
-    names.extend((0..metal::device_count()).map(|i| format!("metal:{i}")));
-    names.extend((0..amdgpu::device_count()).map(|i| format!("amdgpu:{i}")));
+    for family in RUNTIMES {
+        names.extend((0..(family.device_count)()).map(|i| format!("{}:{i}", family.name)));
+    }
     names
 }

@@ -183,15 +183,17 @@ fn subgroup_scan<T: Shuffle>(v: Val<T>, op: &impl Fn(Val<T>, Val<T>) -> Val<T>) 
 ///
 /// ```
 /// # use qd::prelude::*;
-/// let k = Kernel::explicit("block_or", 128, |k| {
-///     let a = k.array::<u32>("a");
+/// #[qd::kernel(block_dim = 128)]
+/// fn block_or(a: &mut [u32]) {
 ///     let t = block::thread_idx();
-///     let r = block::reduce(a.get(t), 128, |x, y| x | y);
-///     if_(t.eq(0), || a.set(0, r));
-/// });
+///     let r = block::reduce(a[t], 128, |x, y| x | y);
+///     if t == 0 {
+///         a[0] = r;
+///     }
+/// }
 /// let d = Device::cpu();
-/// let a = d.array_from(&(0..128).map(|i| 1u32 << (i % 32)).collect::<Vec<_>>()).unwrap();
-/// d.launch_grid(&k, 1, &[a.arg()]).unwrap();
+/// let mut a = d.array_from(&(0..128).map(|i| 1u32 << (i % 32)).collect::<Vec<_>>()).unwrap();
+/// block_or().launch_grid(&d, 1, (&mut a,)).unwrap();
 /// assert_eq!(a.to_vec().unwrap()[0], u32::MAX);
 /// ```
 #[track_caller]
@@ -391,12 +393,16 @@ pub fn radix_rank_match_atomic_or(
         trace_error(NAME, format!("{NAME}: num_bits {num_bits} must be <= radix_bits {radix_bits}"));
         return Val::constant(0);
     }
-    // Checked: `bit_start` may be anything a caller computed (u32::MAX would wrap the sum).
+    // Checked: `bit_start` may be anything a caller computed (u32::MAX would wrap the sum). The
+    // digit's bits run from `bit_start` up, so past the key's 32 bits it is `bit_start` that is wrong.
     if bit_start.checked_add(num_bits).is_none_or(|end| end > 32) {
+        let end = u64::from(bit_start) + u64::from(num_bits);
         trace_error(
             NAME,
             format!(
-                "{NAME}: the digit bits bit_start {bit_start} .. bit_start + num_bits {num_bits} must lie inside the 32-bit key"
+                "{NAME}: bit_start {bit_start} is too large: the digit's bits bit_start .. bit_start + num_bits \
+                 ({bit_start}..{end}) go past the 32-bit key; with num_bits {num_bits}, bit_start must be at most {}",
+                32u32.saturating_sub(num_bits)
             ),
         );
         return Val::constant(0);

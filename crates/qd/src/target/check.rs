@@ -85,7 +85,7 @@ pub fn check(k: &Kernel, target: &Target, caller: SrcLoc) -> Result<(), TraceErr
         for f in inst.requirements(k) {
             let s = ask(f);
             if !s.is_lowerable() {
-                result = Err(refuse(inst.kind.mnemonic(), inst.loc, f, s, String::new()));
+                result = Err(refuse(inst.op_name(), inst.loc, f, s, String::new()));
                 return;
             }
         }

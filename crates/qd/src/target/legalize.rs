@@ -70,7 +70,7 @@ fn rewrite(k: &mut Kernel, target: &Target, block: Block) -> Block {
         }
         match atomic_of(k, &inst.kind).and_then(|(feature, a)| Some((polyfill(target, feature)?, a))) {
             Some((how, a)) => {
-                let mut b = Builder { k, loc: inst.loc, insts: &mut insts };
+                let mut b = Builder { k, loc: inst.loc, op: inst.op, insts: &mut insts };
                 match how {
                     Polyfill::CasLoop => b.element_loop(a),
                     _ => b.word_loop(a),
@@ -130,6 +130,8 @@ fn atomic_of(k: &Kernel, kind: &InstKind) -> Option<(Feature, Access)> {
 struct Builder<'a> {
     k: &'a mut Kernel,
     loc: SrcLoc,
+    /// The library op of the rewritten atomic, which its loop's instructions keep.
+    op: Option<&'static str>,
     insts: &'a mut Vec<Inst>,
 }
 
@@ -145,7 +147,7 @@ impl Builder<'_> {
     }
 
     fn emit(&mut self, kind: InstKind) {
-        self.insts.push(Inst { kind, loc: self.loc });
+        self.insts.push(Inst { kind, loc: self.loc, op: self.op });
     }
 
     /// A new value of type `d` defined by `kind(dst)`.
@@ -225,14 +227,14 @@ impl Builder<'_> {
 
     /// `if same { break }`.
     fn break_if(&mut self, same: ValueId) {
-        let brk = Block { insts: vec![Inst { kind: InstKind::Break, loc: self.loc }] };
+        let brk = Block { insts: vec![Inst { kind: InstKind::Break, loc: self.loc, op: self.op }] };
         self.emit(InstKind::If { cond: same, then_block: brk, else_block: Block::default() });
     }
 
     /// Builds `body` into a block of its own (the loop's body).
     fn block(&mut self, body: impl FnOnce(&mut Builder<'_>)) -> Block {
         let mut insts = Vec::new();
-        body(&mut Builder { k: self.k, loc: self.loc, insts: &mut insts });
+        body(&mut Builder { k: self.k, loc: self.loc, op: self.op, insts: &mut insts });
         Block { insts }
     }
 

@@ -11,7 +11,8 @@ pub struct Limits {
     /// The bytes a shared-array element takes at least (Vulkan: 4, because narrower elements live
     /// in 32-bit cells so their atomics are word atomics; 1 elsewhere).
     pub shared_cell_bytes: u32,
-    /// The largest array a kernel may address, in bytes (`None`: only device memory bounds it).
+    /// The largest array a kernel may address, in bytes (`None`: only device memory bounds it); set
+    /// by the runtime from the device ([`Target::with_max_buffer_bytes`](super::Target::with_max_buffer_bytes)).
     pub max_buffer_bytes: Option<u64>,
     /// Loop iterations after which the device silently ends an invocation's loops (lavapipe:
     /// 65535), when it does; a spin-wait on another block may then give up.

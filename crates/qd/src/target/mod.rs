@@ -195,6 +195,15 @@ impl Target {
         self
     }
 
+    /// The same target with a limit on the bytes one array may take (the runtimes set the device's:
+    /// CUDA and AMDGPU its memory, Vulkan the smaller of `maxStorageBufferRange` and
+    /// `maxMemoryAllocationSize`). [`Device::check_allocation`](crate::runtime::Device::check_allocation)
+    /// refuses larger arrays with a typed error.
+    pub fn with_max_buffer_bytes(mut self, bytes: u64) -> Target {
+        self.limits.max_buffer_bytes = Some(bytes);
+        self
+    }
+
     /// The same target with the device's own subgroup width (the CUDA runtime reads the warp size).
     #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fn with_subgroup_size(mut self, lanes: u32) -> Target {

@@ -143,10 +143,14 @@ fn load<T: Scalar>(place: Place, kind: LoadKind) -> Val<T> {
 /// tracing because no other thread can change it.
 #[track_caller]
 pub fn volatile_load<T: Scalar>(target: Elem<T>) -> Val<T> {
-    if let ArrayRef::Local(_) = target.place.array {
+    if let ArrayRef::Local(i) = target.place.array {
+        let name = with(|s| s.kernel.local_arrays.get(i as usize).map(|a| a.name.clone())).unwrap_or_default();
         super::trace_error(
             "volatile_load",
-            "qd.volatile_load() requires a global lvalue (field / ndarray subscript); function-scope local arrays are not visible to other threads.",
+            format!(
+                "`{name}` is a per-thread array (local_array), which no other thread can change: volatile_load \
+                 reads an element of a device array (a kernel parameter) or a shared array"
+            ),
         );
     }
     load(target.place, LoadKind::Volatile)

@@ -68,6 +68,8 @@ pub struct Kernel {
     body: Arc<Body>,
     /// Unique per definition (clones share it): the compile cache's key, never reused.
     id: u64,
+    /// The user's line of `Kernel::range` / `Kernel::explicit`.
+    defined_at: SrcLoc,
 }
 
 static NEXT_KERNEL_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -84,6 +86,7 @@ impl std::fmt::Debug for Kernel {
 
 impl Kernel {
     /// A range kernel (D1): the body calls [`KernelBuilder::parallel_for`] exactly once.
+    #[track_caller]
     pub fn range(name: &str, block_dim: u32, body: impl Fn(&mut KernelBuilder) + Send + Sync + 'static) -> Kernel {
         Kernel {
             name: name.to_string(),
@@ -91,10 +94,12 @@ impl Kernel {
             block_dim,
             body: Arc::new(body),
             id: next_kernel_id(),
+            defined_at: SrcLoc::caller(),
         }
     }
 
     /// An explicit kernel: launched with a grid of blocks of `block_dim` threads chosen at launch.
+    #[track_caller]
     pub fn explicit(name: &str, block_dim: u32, body: impl Fn(&mut KernelBuilder) + Send + Sync + 'static) -> Kernel {
         Kernel {
             name: name.to_string(),
@@ -102,6 +107,7 @@ impl Kernel {
             block_dim,
             body: Arc::new(body),
             id: next_kernel_id(),
+            defined_at: SrcLoc::caller(),
         }
     }
 
@@ -129,6 +135,13 @@ impl Kernel {
     /// Range or explicit.
     pub fn launch_kind(&self) -> LaunchKind {
         self.launch
+    }
+
+    /// The user's line that defined the kernel (its `Kernel::range` / `Kernel::explicit` call):
+    /// where an error about the kernel as a whole points (a `block_dim` out of range, a scalar
+    /// parameter type the target lacks).
+    pub fn defined_at(&self) -> SrcLoc {
+        self.defined_at
     }
 
     /// Traces the body for `target` and verifies the result.
@@ -184,7 +197,12 @@ impl Kernel {
         // A block_dim that is not a multiple of the subgroup width is allowed: collectives in its
         // partial last subgroup are reported by the emulator, and block ops check it while tracing.
         if self.block_dim == 0 || self.block_dim > 1024 {
-            record_error("kernel", format!("block_dim must be in 1..=1024, got {}", self.block_dim));
+            let op = match self.launch {
+                LaunchKind::Range => "Kernel::range",
+                LaunchKind::Explicit => "Kernel::explicit",
+            };
+            let message = format!("block_dim must be in 1..=1024 (threads per block), got {}", self.block_dim);
+            with(|s| s.fail(op, self.defined_at, message));
         }
         (self.body)(&mut kb);
         let state = BUILDER.with(|b| b.borrow_mut().take()).expect("builder state present");
@@ -199,7 +217,7 @@ impl Kernel {
         // atomics a target provides as CAS loops become loops when a backend lowers the kernel.)
         let uniform_broadcast_lane = !target.support(Feature::DynamicBroadcastLane).is_available();
         ir::verify(&kernel, ir::VerifyOptions { uniform_broadcast_lane })?;
-        crate::target::check(&kernel, target, SrcLoc::caller())?;
+        crate::target::check(&kernel, target, self.defined_at)?;
         Ok(kernel)
     }
 }
@@ -461,13 +479,6 @@ pub(crate) fn current_loc() -> SrcLoc {
     with(|s| s.user_loc(own))
 }
 
-/// Records an error for the trace in progress.
-#[track_caller]
-pub(crate) fn record_error(op: &str, message: String) {
-    let loc = SrcLoc::caller();
-    with(|s| s.fail(op, loc, message));
-}
-
 /// Marks a library operation: errors and instructions inside it point at the user's call.
 ///
 /// ```
@@ -535,7 +546,8 @@ pub(crate) fn trace_unsupported(op: &str, feature: Feature, message: impl Into<S
 pub(crate) fn emit_at(kind: InstKind, loc: SrcLoc) {
     with(|s| {
         let loc = s.user_loc(loc);
-        s.blocks.last_mut().expect("a block is open").insts.push(Inst { kind, loc });
+        let op = s.op_scope.first().map(|x| x.0);
+        s.blocks.last_mut().expect("a block is open").insts.push(Inst { kind, loc, op });
     });
 }
 

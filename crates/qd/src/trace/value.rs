@@ -175,6 +175,11 @@ fn bit_count<T: Int>(op: UnOp, a: Val<T>) -> Val<u32> {
 }
 
 /// Conversion into a traced value: a `Val<T>` itself or a plain `T` constant.
+#[diagnostic::on_unimplemented(
+    message = "expected a `{T}` value (a `Val<{T}>` device value or a `{T}` constant), found `{Self}`",
+    label = "not a `{T}`",
+    note = "device values of different types do not mix: cast one first (`x as {T}` in kernel code, `x.cast::<{T}>()` in the builder)"
+)]
 pub trait IntoVal<T> {
     /// Converts, emitting a constant when needed.
     #[track_caller]

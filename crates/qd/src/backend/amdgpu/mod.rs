@@ -81,3 +81,19 @@ impl super::Backend for Amdgpu {
         printer::print_kernel(&k, arch)
     }
 }
+
+/// How tools drive this backend (see [`super::EMITTERS`]): `amdgpu:gfxNNN` for one of the chips
+/// [`AmdgpuArch`] knows, written as `.ll` (LLVM IR text).
+pub const EMITTER: super::Emitter = super::Emitter {
+    family: "amdgpu",
+    about: "AMD GPUs through LLVM IR for amdgcn (wave64)",
+    extension: "ll",
+    binary: false,
+    syntax: "amdgpu:gfxNNN",
+    examples: &["amdgpu:gfx942"],
+    target: |detail| match detail {
+        None => Err("name the chip, e.g. amdgpu:gfx942".into()),
+        Some(chip) => chip.parse::<AmdgpuArch>().map(super::Target::amdgpu),
+    },
+    emit: |kernel, target| <Amdgpu as super::Backend>::lower(kernel, target).map(|m| m.text.into_bytes()),
+};

@@ -240,7 +240,7 @@ impl Printer<'_> {
     pub(super) fn refuse(&self, inst: &Inst, message: impl Into<String>) -> TraceError {
         TraceError {
             kernel: self.k.name.clone(),
-            op: inst.kind.mnemonic(),
+            op: inst.op_name(),
             loc: inst.loc,
             message: message.into(),
             unsupported: None,

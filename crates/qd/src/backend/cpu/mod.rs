@@ -14,7 +14,7 @@ pub mod exec;
 pub mod memory;
 pub mod program;
 
-pub use exec::{launch, CpuArg, EmuError, EmuErrorKind, LaunchGeometry, Options};
+pub use exec::{launch, CpuArg, EmuError, EmuErrorKind, LaunchGeometry, Memory, Options};
 pub use memory::Buffer;
 pub use program::{compile, Program};
 

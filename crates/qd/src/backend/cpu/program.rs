@@ -1,6 +1,6 @@
 //! Lowering for the emulator: structured IR to a flat program with explicit join points.
 
-use crate::ir::{InstKind, Kernel, SrcLoc, ValueId};
+use crate::ir::{Inst, InstKind, Kernel, SrcLoc, ValueId};
 use crate::trace::TraceError;
 
 /// One step of a flat program (fields are pcs and value ids).
@@ -43,7 +43,7 @@ pub struct Program {
     /// The kernel.
     pub kernel: Kernel,
     /// Straight-line instructions referenced by [`Step::Inst`].
-    pub insts: Vec<(InstKind, SrcLoc)>,
+    pub insts: Vec<Inst>,
     /// The steps.
     pub steps: Vec<Step>,
     /// Source location of each step (for messages).
@@ -121,8 +121,8 @@ fn lower_block(p: &mut Program, insts: &[crate::ir::Inst]) -> Result<(), TraceEr
                 p.push(Step::Return, loc);
             }
             other => {
-                check_supported(&p.kernel, other, loc)?;
-                p.insts.push((other.clone(), loc));
+                check_supported(&p.kernel, inst)?;
+                p.insts.push(Inst { kind: other.clone(), loc, op: inst.op });
                 let i = p.insts.len() - 1;
                 p.push(Step::Inst(i), loc);
             }
@@ -131,15 +131,16 @@ fn lower_block(p: &mut Program, insts: &[crate::ir::Inst]) -> Result<(), TraceEr
     Ok(())
 }
 
-fn check_supported(k: &Kernel, kind: &InstKind, loc: SrcLoc) -> Result<(), TraceError> {
+fn check_supported(k: &Kernel, inst: &Inst) -> Result<(), TraceError> {
+    let (kind, loc) = (&inst.kind, inst.loc);
     let wide = kind.defs().into_iter().chain(kind.uses()).any(|v| k.dtype(v).is_packed() || k.dtype(v).bits() > 64);
     if wide {
-        return Err(unsupported(k, kind.mnemonic(), loc, "packed f16x2/bf16x2 and b128 values"));
+        return Err(unsupported(k, inst.op_name(), loc, "packed f16x2/bf16x2 and b128 values"));
     }
     // Wearing a CUDA target (`cpu@cuda:sm_90`) admits the NVIDIA families the emulator leaves to CUDA.
     if let InstKind::Nv { op, .. } = kind {
         if let Some(why) = super::caps::cuda_only(crate::ir::nv_feature(op)) {
-            return Err(unsupported(k, kind.mnemonic(), loc, why));
+            return Err(unsupported(k, inst.op_name(), loc, why));
         }
     }
     Ok(())

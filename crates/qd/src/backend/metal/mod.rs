@@ -62,3 +62,19 @@ impl super::Backend for Metal {
         printer::print_kernel(&k, max, caller)
     }
 }
+
+/// How tools drive this backend (see [`super::EMITTERS`]): `msl`, for [`Target::metal`](super::Target::metal)
+/// (MSL up to 3.2), written as `.metal` source.
+pub const EMITTER: super::Emitter = super::Emitter {
+    family: "msl",
+    about: "Apple GPUs through Metal Shading Language",
+    extension: "metal",
+    binary: false,
+    syntax: "msl",
+    examples: &["msl"],
+    target: |detail| match detail {
+        None => Ok(super::Target::metal()),
+        Some(_) => Err("this target takes no `:` suffix".into()),
+    },
+    emit: |kernel, target| <Metal as super::Backend>::lower(kernel, target).map(|m| m.source.into_bytes()),
+};

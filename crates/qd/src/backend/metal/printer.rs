@@ -103,7 +103,7 @@ impl Needs {
             let n = Needs::of_inst(k, &inst.kind);
             let hit = if three_two { n.fence || n.coherent } else { n.bfloat };
             if hit && found.is_none() {
-                found = Some((inst.kind.mnemonic(), inst.loc));
+                found = Some((inst.op_name(), inst.loc));
             }
         });
         found
@@ -156,7 +156,7 @@ impl Printer<'_> {
     pub(super) fn refuse(&self, inst: &Inst, message: impl Into<String>) -> TraceError {
         TraceError {
             kernel: self.k.name.clone(),
-            op: inst.kind.mnemonic(),
+            op: inst.op_name(),
             loc: inst.loc,
             message: message.into(),
             unsupported: None,

@@ -60,3 +60,22 @@ impl super::Backend for Ptx {
         lower_kernel(kernel, &ptx)
     }
 }
+
+/// How tools drive this backend (see [`super::EMITTERS`]): `ptx` (`sm_90`) or `ptx:sm_XX`, one of
+/// the `.target`s [`PtxTarget::parse`] knows (`sm_90a` included), written as `.ptx` text.
+pub const EMITTER: super::Emitter = super::Emitter {
+    family: "ptx",
+    about: "NVIDIA GPUs through PTX",
+    extension: "ptx",
+    binary: false,
+    syntax: "ptx[:sm_XX]",
+    examples: &["ptx:sm_90", "ptx:sm_80"],
+    target: |detail| {
+        let arch = detail.unwrap_or("sm_90");
+        if !arch.starts_with("sm_") {
+            return Err("the PTX architecture is sm_XX, e.g. ptx:sm_90".into());
+        }
+        PtxTarget::parse(arch).map(super::Target::ptx).map_err(|e| e.to_string())
+    },
+    emit: |kernel, target| <Ptx as super::Backend>::lower(kernel, target).map(|m| m.text.into_bytes()),
+};

@@ -394,7 +394,7 @@ impl Lower<'_> {
     pub(super) fn err(&self, inst: &Inst, message: impl Into<String>) -> TraceError {
         TraceError {
             kernel: self.k.name.clone(),
-            op: inst.kind.mnemonic(),
+            op: inst.op_name(),
             loc: inst.loc,
             message: message.into(),
             unsupported: None,

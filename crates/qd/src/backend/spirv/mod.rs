@@ -40,3 +40,30 @@ impl super::Backend for Spirv {
         lower_kernel(kernel, &spirv)
     }
 }
+
+/// How tools drive this backend (see [`super::EMITTERS`]): `spirv` (32 lanes) or `spirv:sgN`, for
+/// a Vulkan device with `N`-lane subgroups and lavapipe's features ([`SpirvCaps::lavapipe`]),
+/// written as `.spv` (little-endian words).
+pub const EMITTER: super::Emitter = super::Emitter {
+    family: "spirv",
+    about: "Vulkan through SPIR-V",
+    extension: "spv",
+    binary: true,
+    syntax: "spirv[:sgN]",
+    examples: &["spirv:sg32", "spirv:sg8"],
+    target: |detail| {
+        let lanes = match detail {
+            None => Some(32),
+            Some(d) => d.strip_prefix("sg").and_then(|n| n.parse::<u32>().ok()),
+        };
+        match lanes {
+            Some(n) if n.is_power_of_two() && (4..=128).contains(&n) => {
+                Ok(super::Target::vulkan(n, &SpirvCaps::lavapipe()))
+            }
+            _ => Err("the SPIR-V subgroup size is sgN with N a power of two from 4 to 128, e.g. spirv:sg32".into()),
+        }
+    },
+    emit: |kernel, target| {
+        <Spirv as super::Backend>::lower(kernel, target).map(|m| m.words.iter().flat_map(|w| w.to_le_bytes()).collect())
+    },
+};

@@ -67,3 +67,29 @@ pub(super) fn open(_ordinal: u32, _name: &str) -> Result<Arc<dyn Runtime>> {
 pub(super) fn device_count() -> u32 {
     0
 }
+
+/// This runtime in the table of runtimes ([`super::RUNTIMES`]).
+pub(super) const FAMILY: super::RuntimeFamily = super::RuntimeFamily {
+    name: "amdgpu",
+    about: "AMD GPUs through HIP and LLVM IR for amdgcn",
+    name_hint: "expected amdgpu or amdgpu:N with N a device index (see `qd info`); amdgpu:gfxNNN names a target, for `qd emit` and `cpu@amdgpu:gfxNNN`",
+    device_count,
+    open,
+};
+
+impl super::Device {
+    /// AMD GPU `ordinal` (`amdgpu:N`, in HIP's order) through HIP, with the `amdgpu` cargo feature.
+    /// Kernels are traced for [`Target::amdgpu`](crate::backend::Target::amdgpu) of the device's architecture (from its
+    /// `gcnArchName`) and made into code objects by ROCm's own `llc` and `ld.lld`, cached on disk.
+    ///
+    /// Without ROCm (no `libamdhip64` under `$ROCM_PATH/lib`, `/opt/rocm/lib` or the loader's
+    /// path), without its LLVM, with no such device, with an architecture the code generator does
+    /// not know, or with a wavefront size it cannot run, this is [`Error::Unavailable`](super::Error::Unavailable) with the
+    /// reason; in a build without the feature [`Error::BackendNotBuilt`](super::Error::BackendNotBuilt). Not yet run on AMD
+    /// hardware by this project.
+    pub fn amdgpu(ordinal: u32) -> super::Result<super::Device> {
+        let name = format!("amdgpu:{ordinal}");
+        let runtime = open(ordinal, &name)?;
+        Ok(super::Device::new(name, runtime))
+    }
+}

@@ -126,7 +126,11 @@ impl AmdgpuDevice {
 
 impl Runtime for AmdgpuDevice {
     fn target(&self) -> Target {
-        Target::amdgpu(self.arch)
+        Target::amdgpu(self.arch).with_max_buffer_bytes(self.memory_bytes)
+    }
+
+    fn memory_limit(&self) -> Option<(u64, &'static str)> {
+        Some((self.memory_bytes, "the device's memory"))
     }
 
     fn info(&self, name: &str, t: &Target) -> DeviceInfo {

@@ -118,3 +118,30 @@ pub(super) fn open(_ordinal: u32, _options: &CudaOptions, _name: &str) -> Result
 pub(super) fn device_count() -> u32 {
     0
 }
+
+/// This runtime in the table of runtimes ([`super::RUNTIMES`]).
+pub(super) const FAMILY: super::RuntimeFamily = super::RuntimeFamily {
+    name: "cuda",
+    about: "NVIDIA GPUs through PTX",
+    name_hint: "expected cuda or cuda:N with N a device index (see `qd info`)",
+    device_count,
+    open: |ordinal, name| open(ordinal, &CudaOptions::from_env(), name),
+};
+
+impl super::Device {
+    /// CUDA device `ordinal` (`cuda:N`), with the disk cache set from the environment.
+    ///
+    /// Without a driver (no `libcuda`), with no such device, or when the driver fails to start,
+    /// this is [`Error::Unavailable`](super::Error::Unavailable) with the reason; in a build without the `cuda` feature it is
+    /// [`Error::BackendNotBuilt`](super::Error::BackendNotBuilt).
+    pub fn cuda(ordinal: u32) -> super::Result<super::Device> {
+        super::Device::cuda_with(ordinal, CudaOptions::from_env())
+    }
+
+    /// CUDA device `ordinal` with explicit options (e.g. a private cache folder).
+    pub fn cuda_with(ordinal: u32, options: CudaOptions) -> super::Result<super::Device> {
+        let name = format!("cuda:{ordinal}");
+        let runtime = open(ordinal, &options, &name)?;
+        Ok(super::Device::new(name, runtime))
+    }
+}

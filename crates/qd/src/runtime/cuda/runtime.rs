@@ -28,6 +28,11 @@ impl Runtime for CudaDevice {
         Target::cuda(self.props.sm())
             .with_max_shared_bytes(self.props.max_shared_optin.max(DEFAULT_SHARED_LIMIT))
             .with_subgroup_size(self.props.warp_size)
+            .with_max_buffer_bytes(self.props.total_mem)
+    }
+
+    fn memory_limit(&self) -> Option<(u64, &'static str)> {
+        Some((self.props.total_mem, "the device's memory"))
     }
 
     fn info(&self, name: &str, t: &Target) -> DeviceInfo {

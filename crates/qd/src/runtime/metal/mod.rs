@@ -49,3 +49,23 @@ pub(super) fn open(_ordinal: u32, name: &str) -> Result<Arc<dyn Runtime>> {
 pub(super) fn device_count() -> u32 {
     0
 }
+
+/// This runtime in the table of runtimes ([`super::RUNTIMES`]).
+pub(super) const FAMILY: super::RuntimeFamily = super::RuntimeFamily {
+    name: "metal",
+    about: "Apple GPUs through Metal (macOS)",
+    name_hint: "expected metal or metal:0",
+    device_count,
+    open,
+};
+
+impl super::Device {
+    /// The Metal device (`metal:0`, the system default): macOS with the `metal` cargo feature only.
+    /// Elsewhere [`Error::Unavailable`](super::Error::Unavailable) (Metal runs on macOS only); on macOS without the feature
+    /// [`Error::BackendNotBuilt`](super::Error::BackendNotBuilt). Not yet run on Apple hardware by this project.
+    pub fn metal(ordinal: u32) -> super::Result<super::Device> {
+        let name = format!("metal:{ordinal}");
+        let runtime = open(ordinal, &name)?;
+        Ok(super::Device::new(name, runtime))
+    }
+}

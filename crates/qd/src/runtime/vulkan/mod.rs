@@ -122,3 +122,29 @@ pub(super) fn open(_ordinal: u32, _name: &str) -> Result<Arc<dyn Runtime>> {
 pub(super) fn device_count() -> u32 {
     0
 }
+
+/// This runtime in the table of runtimes ([`super::RUNTIMES`]).
+pub(super) const FAMILY: super::RuntimeFamily = super::RuntimeFamily {
+    name: "vulkan",
+    about: "Vulkan through SPIR-V",
+    name_hint: "expected vulkan or vulkan:N with N a device index (see `qd info`)",
+    device_count,
+    open,
+};
+
+impl super::Device {
+    /// Vulkan device `ordinal` (`vulkan:N`, in the order of [`available_devices`](super::available_devices)
+    /// and `qd info`).
+    ///
+    /// Without a Vulkan loader (`libvulkan.so.1`), without a driver, with no such device, or with a
+    /// device that lacks what qd needs (Vulkan 1.1, compute subgroups with basic, vote, ballot,
+    /// shuffle and relative shuffle operations, `shaderInt64`), this is [`Error::Unavailable`](super::Error::Unavailable) with
+    /// the reason and, where something is missing, how to install it; in a build without the
+    /// `vulkan` feature it is [`Error::BackendNotBuilt`](super::Error::BackendNotBuilt). Every `Device` naming the same ordinal
+    /// shares one logical device, so arrays move freely between them.
+    pub fn vulkan(ordinal: u32) -> super::Result<super::Device> {
+        let name = format!("vulkan:{ordinal}");
+        let runtime = open(ordinal, &name)?;
+        Ok(super::Device::new(name, runtime))
+    }
+}

@@ -44,7 +44,19 @@ fn lower(kernel: &ir::Kernel, dev: &VulkanDevice) -> std::result::Result<SpirvCo
 impl Runtime for VulkanDevice {
     /// The lowering's target on this device, as the tracer sees it.
     fn target(&self) -> Target {
-        self.spirv_target().trace_target().with_loop_iteration_cap(self.loop_iteration_limit())
+        let target = self.spirv_target().trace_target().with_loop_iteration_cap(self.loop_iteration_limit());
+        // One array is one storage buffer in one allocation: both limits bound it (a limit of 0
+        // is one the device did not report).
+        let limits = &self.props().limits;
+        match [limits.max_storage_range, limits.max_alloc].into_iter().filter(|&b| b > 0).min() {
+            Some(max) => target.with_max_buffer_bytes(max),
+            None => target,
+        }
+    }
+
+    fn memory_limit(&self) -> Option<(u64, &'static str)> {
+        let bytes = self.props().memory_bytes;
+        (bytes > 0).then_some((bytes, "the device's memory"))
     }
 
     fn info(&self, name: &str, t: &Target) -> DeviceInfo {

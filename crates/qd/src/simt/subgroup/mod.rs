@@ -113,13 +113,16 @@ impl Predicate for i32 {
 ///
 /// ```
 /// use qd::prelude::*;
-/// let k = Kernel::range("lanes", 64, |k| {
-///     let out = k.array::<i32>("out");
-///     k.parallel_for(0, out.len(), |i| out.set(i, subgroup::invocation_id()));
-/// });
+/// #[qd::kernel]
+/// fn lanes(out: &mut [i32]) {
+///     qd::loop_config(block_dim = 64);
+///     for i in range(out.len()) {
+///         out[i] = subgroup::invocation_id();
+///     }
+/// }
 /// let d = Device::from_name("cpu:sg16").unwrap();
-/// let out = d.zeros::<i32>(64).unwrap();
-/// d.launch(&k, &[out.arg()]).unwrap();
+/// let mut out = d.zeros::<i32>(64).unwrap();
+/// lanes().launch(&d, (&mut out,)).unwrap();
 /// assert_eq!(out.to_vec().unwrap()[14..18], [14, 15, 0, 1]);
 /// ```
 #[track_caller]
@@ -228,17 +231,19 @@ fn shuffle_kind<T: Shuffle>(kind: ShuffleKind, value: Val<T>, lane: Val<u32>) ->
 /// ```
 /// use qd::prelude::*;
 /// // Reverse each group of four lanes.
-/// let k = Kernel::range("reverse4", 64, |k| {
-///     let a = k.array::<f32>("a");
-///     k.parallel_for(0, a.len(), |i| {
+/// #[qd::kernel]
+/// fn reverse4(a: &mut [f32]) {
+///     qd::loop_config(block_dim = 64);
+///     for i in range(a.len()) {
 ///         let lane = subgroup::invocation_id();
-///         let src = (lane / 4) * 4 + 3 - lane % 4;
-///         a.set(i, subgroup::shuffle(a.get(i), src.cast::<u32>()));
-///     });
-/// });
+///         let group_base = (lane / 4) * 4;
+///         let src_lane = group_base + 3 - lane % 4;
+///         a[i] = subgroup::shuffle(a[i], src_lane as u32);
+///     }
+/// }
 /// let d = Device::from_name("cpu:sg8").unwrap();
-/// let a = d.array_from(&(0..64).map(|x| x as f32).collect::<Vec<_>>()).unwrap();
-/// d.launch(&k, &[a.arg()]).unwrap();
+/// let mut a = d.array_from(&(0..64).map(|x| x as f32).collect::<Vec<_>>()).unwrap();
+/// reverse4().launch(&d, (&mut a,)).unwrap();
 /// assert_eq!(a.to_vec().unwrap()[..8], [3.0, 2.0, 1.0, 0.0, 7.0, 6.0, 5.0, 4.0]);
 /// ```
 #[track_caller]
@@ -294,13 +299,16 @@ pub fn broadcast<T: Shuffle>(value: impl IntoVal<T>, index: impl IntoVal<u32>) -
 ///
 /// ```
 /// use qd::prelude::*;
-/// let k = Kernel::range("first", 64, |k| {
-///     let a = k.array::<i64>("a");
-///     k.parallel_for(0, a.len(), |i| a.set(i, subgroup::broadcast_first(a.get(i))));
-/// });
+/// #[qd::kernel]
+/// fn first(a: &mut [i64]) {
+///     qd::loop_config(block_dim = 64);
+///     for i in range(a.len()) {
+///         a[i] = subgroup::broadcast_first(a[i]);
+///     }
+/// }
 /// let d = Device::from_name("cpu:sg32").unwrap();
-/// let a = d.array_from(&(100..164).collect::<Vec<i64>>()).unwrap();
-/// d.launch(&k, &[a.arg()]).unwrap();
+/// let mut a = d.array_from(&(100..164).collect::<Vec<i64>>()).unwrap();
+/// first().launch(&d, (&mut a,)).unwrap();
 /// let out = a.to_vec().unwrap();
 /// assert_eq!((out[31], out[32]), (100, 132));
 /// ```
@@ -319,13 +327,16 @@ pub fn broadcast_first<T: Shuffle>(value: impl IntoVal<T>) -> Val<T> {
 ///
 /// ```
 /// use qd::prelude::*;
-/// let k = Kernel::range("odd", 64, |k| {
-///     let out = k.array::<u64>("out");
-///     k.parallel_for(0, out.len(), |i| out.set(i, subgroup::ballot(i % 2)));
-/// });
+/// #[qd::kernel]
+/// fn odd(out: &mut [u64]) {
+///     qd::loop_config(block_dim = 64);
+///     for i in range(out.len()) {
+///         out[i] = subgroup::ballot(i % 2);
+///     }
+/// }
 /// let d = Device::from_name("cpu:sg64").unwrap();
-/// let out = d.zeros::<u64>(64).unwrap();
-/// d.launch(&k, &[out.arg()]).unwrap();
+/// let mut out = d.zeros::<u64>(64).unwrap();
+/// odd().launch(&d, (&mut out,)).unwrap();
 /// assert_eq!(out.to_vec().unwrap()[0], 0xAAAA_AAAA_AAAA_AAAA);
 /// ```
 #[track_caller]
@@ -351,13 +362,16 @@ pub fn ballot_full_subgroup(predicate: impl Predicate) -> Val<u64> {
 ///
 /// ```
 /// use qd::prelude::*;
-/// let k = Kernel::range("first16", 32, |k| {
-///     let out = k.array::<u32>("out");
-///     k.parallel_for(0, out.len(), |i| out.set(i, subgroup::ballot_first_n(true, 16)));
-/// });
+/// #[qd::kernel]
+/// fn first16(out: &mut [u32]) {
+///     qd::loop_config(block_dim = 32);
+///     for i in range(out.len()) {
+///         out[i] = subgroup::ballot_first_n(true, 16);
+///     }
+/// }
 /// let d = Device::cpu();
-/// let out = d.zeros::<u32>(32).unwrap();
-/// d.launch(&k, &[out.arg()]).unwrap();
+/// let mut out = d.zeros::<u32>(32).unwrap();
+/// first16().launch(&d, (&mut out,)).unwrap();
 /// assert_eq!(out.to_vec().unwrap()[5], 0xFFFF);
 /// ```
 #[track_caller]
@@ -406,17 +420,18 @@ fn vote_tiled(name: &'static str, all: bool, predicate: Val<bool>, log2_size: u3
 ///
 /// ```
 /// use qd::prelude::*;
-/// let k = Kernel::range("all4", 64, |k| {
-///     let out = k.array::<i32>("out");
-///     // False only on lane 5 of each subgroup: tile 1 (lanes 4..8) votes 0.
-///     k.parallel_for(0, out.len(), |i| {
-///         let p = subgroup::invocation_id().ne(5);
-///         out.set(i, subgroup::all_true_tiled(p, 2));
-///     });
-/// });
+/// #[qd::kernel]
+/// fn all4(out: &mut [i32]) {
+///     qd::loop_config(block_dim = 64);
+///     for i in range(out.len()) {
+///         // False only on lane 5 of each subgroup: tile 1 (lanes 4..8) votes 0.
+///         let p = subgroup::invocation_id() != 5;
+///         out[i] = subgroup::all_true_tiled(p, 2);
+///     }
+/// }
 /// let d = Device::from_name("cpu:sg16").unwrap();
-/// let out = d.zeros::<i32>(64).unwrap();
-/// d.launch(&k, &[out.arg()]).unwrap();
+/// let mut out = d.zeros::<i32>(64).unwrap();
+/// all4().launch(&d, (&mut out,)).unwrap();
 /// assert_eq!(out.to_vec().unwrap()[..12], [1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1]);
 /// ```
 #[track_caller]
@@ -459,19 +474,21 @@ pub fn any_true(predicate: impl Predicate) -> Val<i32> {
 ///
 /// ```
 /// use qd::prelude::*;
-/// let k = Kernel::range("eq", 64, |k| {
-///     let a = k.array::<f32>("a");
-///     let out = k.array::<i32>("out");
-///     k.parallel_for(0, a.len(), |i| out.set(i, subgroup::all_equal_tiled(a.get(i), 1)));
-/// });
+/// #[qd::kernel]
+/// fn pairs_equal(a: &[f32], out: &mut [i32]) {
+///     qd::loop_config(block_dim = 64);
+///     for i in range(a.len()) {
+///         out[i] = subgroup::all_equal_tiled(a[i], 1);
+///     }
+/// }
 /// let d = Device::from_name("cpu:sg8").unwrap();
 /// let mut v = vec![1.0f32; 64];
 /// v[0] = 0.0;
 /// v[1] = -0.0; // equal to +0.0
 /// v[2] = f32::NAN; // unequal to everything, itself included
 /// let a = d.array_from(&v).unwrap();
-/// let out = d.zeros::<i32>(64).unwrap();
-/// d.launch(&k, &[a.arg(), out.arg()]).unwrap();
+/// let mut out = d.zeros::<i32>(64).unwrap();
+/// pairs_equal().launch(&d, (&a, &mut out)).unwrap();
 /// assert_eq!(out.to_vec().unwrap()[..6], [1, 1, 0, 0, 1, 1]);
 /// ```
 #[track_caller]
@@ -510,13 +527,16 @@ pub fn all_equal<T: Shuffle>(value: impl IntoVal<T>) -> Val<i32> {
 ///
 /// ```
 /// use qd::prelude::*;
-/// let k = Kernel::range("elect", 64, |k| {
-///     let out = k.array::<i32>("out");
-///     k.parallel_for(0, out.len(), |i| out.set(i, subgroup::elect()));
-/// });
+/// #[qd::kernel]
+/// fn leaders(out: &mut [i32]) {
+///     qd::loop_config(block_dim = 64);
+///     for i in range(out.len()) {
+///         out[i] = subgroup::elect();
+///     }
+/// }
 /// let d = Device::from_name("cpu:sg16").unwrap();
-/// let out = d.zeros::<i32>(64).unwrap();
-/// d.launch(&k, &[out.arg()]).unwrap();
+/// let mut out = d.zeros::<i32>(64).unwrap();
+/// leaders().launch(&d, (&mut out,)).unwrap();
 /// assert_eq!(out.to_vec().unwrap().iter().sum::<i32>(), 4);
 /// ```
 #[track_caller]
@@ -611,13 +631,16 @@ fn lanemask(name: &'static str, lane_id: impl LaneId, f: impl FnOnce(Val<u32>) -
 ///
 /// ```
 /// use qd::prelude::*;
-/// let k = Kernel::range("masks", 32, |k| {
-///     let out = k.array::<u32>("out");
-///     k.parallel_for(0, out.len(), |i| out.set(i, subgroup::lanemask_lt(subgroup::invocation_id())));
-/// });
+/// #[qd::kernel]
+/// fn masks(out: &mut [u32]) {
+///     qd::loop_config(block_dim = 32);
+///     for i in range(out.len()) {
+///         out[i] = subgroup::lanemask_lt(subgroup::invocation_id());
+///     }
+/// }
 /// let d = Device::cpu();
-/// let out = d.zeros::<u32>(32).unwrap();
-/// d.launch(&k, &[out.arg()]).unwrap();
+/// let mut out = d.zeros::<u32>(32).unwrap();
+/// masks().launch(&d, (&mut out,)).unwrap();
 /// assert_eq!(out.to_vec().unwrap()[4], 0b1111);
 /// ```
 #[track_caller]

@@ -20,20 +20,20 @@ use crate::trace::{op_scope, select, IntoVal, Val};
 ///
 /// ```
 /// use qd::prelude::*;
-/// let k = Kernel::range("sort8", 64, |k| {
-///     let keys = k.array::<f32>("keys");
-///     let vals = k.array::<i32>("vals");
-///     k.parallel_for(0, keys.len(), |i| {
-///         let (key, val) = subgroup::bitonic_sort_kv_tiled(keys.get(i), vals.get(i), 3);
-///         keys.set(i, key);
-///         vals.set(i, val);
-///     });
-/// });
+/// #[qd::kernel]
+/// fn sort8(keys: &mut [f32], vals: &mut [i32]) {
+///     qd::loop_config(block_dim = 64);
+///     for i in range(keys.len()) {
+///         let (key, val) = subgroup::bitonic_sort_kv_tiled(keys[i], vals[i], 3);
+///         keys[i] = key;
+///         vals[i] = val;
+///     }
+/// }
 /// let d = Device::from_name("cpu:sg32").unwrap();
 /// let k0 = [3.0f32, 1.0, 2.0, 1.0, 0.5, 9.0, 2.0, 1.0];
-/// let keys = d.array_from(&[k0; 8].concat()).unwrap();
-/// let vals = d.array_from(&(0..64).rev().collect::<Vec<i32>>()).unwrap();
-/// d.launch(&k, &[keys.arg(), vals.arg()]).unwrap();
+/// let mut keys = d.array_from(&[k0; 8].concat()).unwrap();
+/// let mut vals = d.array_from(&(0..64).rev().collect::<Vec<i32>>()).unwrap();
+/// sort8().launch(&d, (&mut keys, &mut vals)).unwrap();
 /// assert_eq!(keys.to_vec().unwrap()[..8], [0.5, 1.0, 1.0, 1.0, 2.0, 2.0, 3.0, 9.0]);
 /// // The three 1.0 keys came from lanes 1, 3, 7 (values 62, 60, 56): ascending values.
 /// assert_eq!(vals.to_vec().unwrap()[..8], [59, 56, 60, 62, 57, 61, 63, 58]);
@@ -91,16 +91,17 @@ pub fn bitonic_sort_kv_tiled<K: Shuffle, V: Shuffle>(
 ///
 /// ```
 /// use qd::prelude::*;
-/// let k = Kernel::range("sort", 64, |k| {
-///     let keys = k.array::<u32>("keys");
-///     k.parallel_for(0, keys.len(), |i| {
-///         let (key, _lane) = subgroup::bitonic_sort_kv(keys.get(i), subgroup::invocation_id());
-///         keys.set(i, key);
-///     });
-/// });
+/// #[qd::kernel]
+/// fn sort(keys: &mut [u32]) {
+///     qd::loop_config(block_dim = 64);
+///     for i in range(keys.len()) {
+///         let (key, _lane) = subgroup::bitonic_sort_kv(keys[i], subgroup::invocation_id());
+///         keys[i] = key;
+///     }
+/// }
 /// let d = Device::from_name("cpu:sg64").unwrap();
-/// let keys = d.array_from(&(0..64u32).map(|i| (13 * i + 7) % 64).collect::<Vec<_>>()).unwrap();
-/// d.launch(&k, &[keys.arg()]).unwrap();
+/// let mut keys = d.array_from(&(0..64u32).map(|i| (13 * i + 7) % 64).collect::<Vec<_>>()).unwrap();
+/// sort().launch(&d, (&mut keys,)).unwrap();
 /// assert_eq!(keys.to_vec().unwrap(), (0..64).collect::<Vec<u32>>());
 /// ```
 #[track_caller]

@@ -1,6 +1,6 @@
 //! Memory access for the executor: bounds-checked element indices, per-lane reads and writes of
 //! global, shared and per-thread memory, and atomic read-modify-writes (which count as progress
-//! when they change a value).
+//! when they change a value). In weak mode (D26) global accesses go through `weak.rs`.
 
 use super::{width_mask, BlockExec, CpuArg, EmuError, EmuErrorKind};
 use crate::ir::eval;
@@ -26,9 +26,10 @@ impl<'a, 'b> BlockExec<'a, 'b> {
             return Err(self.err(
                 Some(loc),
                 EmuErrorKind::OutOfBounds {
-                    op: kind.mnemonic(),
+                    op: self.op_name(kind),
                     array: k.array_name(place.array).to_string(),
                     index: i,
+                    unsigned: !d.is_signed_int(),
                     len,
                 },
             ));
@@ -49,45 +50,77 @@ impl<'a, 'b> BlockExec<'a, 'b> {
 
     fn cell(&self, a: ArrayRef, i: usize) -> &AtomicU64 {
         match a {
-            ArrayRef::Param(p) => match &self.sh.args[p as usize] {
-                CpuArg::Array(b) => b.cell(i),
-                CpuArg::Scalar(_) => unreachable!("scalar argument used as an array"),
-            },
+            ArrayRef::Param(p) => self.param_cell(p, i),
             ArrayRef::Shared(s) => self.shared_mem[s as usize].cell(i),
             ArrayRef::Local(_) => unreachable!("local arrays are not atomic cells"),
         }
     }
 
-    pub(super) fn mem_read(&self, sg: usize, a: ArrayRef, i: usize, l: usize, order: MemOrd) -> u64 {
-        match a {
-            ArrayRef::Local(j) => {
-                let len = self.sh.prog.kernel.local_arrays[j as usize].len as usize;
-                self.sgs[sg].local_arrays[j as usize][l * len + i]
-            }
-            _ => self.cell(a, i).load(order),
+    /// Element `i` of global array parameter `p`: memory of the launch, not of the block.
+    fn param_cell(&self, p: u32, i: usize) -> &'a AtomicU64 {
+        let args: &'a [CpuArg] = self.sh.args;
+        match &args[p as usize] {
+            CpuArg::Array(b) => b.cell(i),
+            CpuArg::Scalar(_) => unreachable!("scalar argument used as an array"),
         }
     }
 
-    pub(super) fn mem_write(&mut self, sg: usize, a: ArrayRef, i: usize, l: usize, bits: u64) {
+    /// The cell of a global element when weak mode applies to it (D26).
+    pub(super) fn weak_cell(&self, a: ArrayRef, i: usize) -> Option<&'a AtomicU64> {
         match a {
-            ArrayRef::Local(j) => {
-                let len = self.sh.prog.kernel.local_arrays[j as usize].len as usize;
-                self.sgs[sg].local_arrays[j as usize][l * len + i] = bits;
-            }
-            _ => {
-                if self.cell(a, i).swap(bits, MemOrd::SeqCst) != bits {
-                    self.sh.progress.fetch_add(1, MemOrd::Relaxed);
-                }
-            }
+            ArrayRef::Param(p) if self.weak.is_some() => Some(self.param_cell(p, i)),
+            _ => None,
         }
     }
 
-    /// Atomic read-modify-write of one element; returns the old value.
-    pub(super) fn rmw(&mut self, sg: usize, a: ArrayRef, i: usize, l: usize, f: impl Fn(u64) -> u64) -> u64 {
+    pub(super) fn mem_read(&mut self, sg: usize, a: ArrayRef, i: usize, l: usize, kind: LoadKind) -> u64 {
+        if let ArrayRef::Local(j) = a {
+            let len = self.sh.prog.kernel.local_arrays[j as usize].len as usize;
+            return self.sgs[sg].local_arrays[j as usize][l * len + i];
+        }
+        if let Some(cell) = self.weak_cell(a, i) {
+            return self.weak_load(cell, kind);
+        }
+        let order = match kind {
+            LoadKind::Plain | LoadKind::Volatile | LoadKind::Ordered(Ordering::Relaxed, _) => MemOrd::Relaxed,
+            LoadKind::Ordered(..) => MemOrd::Acquire,
+        };
+        self.cell(a, i).load(order)
+    }
+
+    pub(super) fn mem_write(&mut self, sg: usize, a: ArrayRef, i: usize, l: usize, bits: u64, kind: StoreKind) {
+        if let ArrayRef::Local(j) = a {
+            let len = self.sh.prog.kernel.local_arrays[j as usize].len as usize;
+            self.sgs[sg].local_arrays[j as usize][l * len + i] = bits;
+            return;
+        }
+        if let Some(cell) = self.weak_cell(a, i) {
+            return self.weak_store(cell, bits, kind);
+        }
+        if self.cell(a, i).swap(bits, MemOrd::SeqCst) != bits {
+            self.sh.progress.fetch_add(1, MemOrd::Relaxed);
+        }
+    }
+
+    /// Atomic read-modify-write of one element with `ordering` at `scope`; returns the old value.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn rmw(
+        &mut self,
+        sg: usize,
+        a: ArrayRef,
+        i: usize,
+        l: usize,
+        ordering: Ordering,
+        scope: Scope,
+        f: impl Fn(u64) -> u64,
+    ) -> u64 {
         if let ArrayRef::Local(_) = a {
-            let old = self.mem_read(sg, a, i, l, MemOrd::Relaxed);
-            self.mem_write(sg, a, i, l, f(old));
+            let old = self.mem_read(sg, a, i, l, LoadKind::Plain);
+            self.mem_write(sg, a, i, l, f(old), StoreKind::Plain);
             return old;
+        }
+        if let Some(cell) = self.weak_cell(a, i) {
+            return self.weak_rmw(cell, ordering, scope, f);
         }
         let cell = self.cell(a, i);
         let mut old = cell.load(MemOrd::SeqCst);
@@ -121,12 +154,38 @@ impl BlockExec<'_, '_> {
     /// equals `expected` each element `desired` changes is swapped in with its own compare-exchange
     /// (the word CAS of a GPU, for the one element a sub-word CAS loop changes: a concurrent change
     /// of that element fails it, changes of the others are kept). Returns the word it saw.
-    pub(super) fn word_cas(&self, a: ArrayRef, i: usize, expected: u32, desired: u32) -> u32 {
+    pub(super) fn word_cas(
+        &mut self,
+        a: ArrayRef,
+        i: usize,
+        expected: u32,
+        desired: u32,
+        order: (Ordering, Scope),
+    ) -> u32 {
         let (first, per, bits) = self.word_of(a, i);
         let len = self.array_len(a);
         let mask = (1u64 << bits) - 1;
+        let elems = || (0..per).filter(move |k| first + k < len);
+        if self.weak_cell(a, i).is_some() {
+            // Weak mode runs on one thread: read the word's latest elements (after the block's own
+            // buffered stores), then write the changed ones, each an atomic of the word's ordering.
+            let mut seen = 0u32;
+            for k in elems() {
+                let cell = self.weak_cell(a, first + k).expect("a global array");
+                let v = self.weak_rmw(cell, order.0, order.1, |v| v);
+                seen |= ((v & mask) as u32) << (k as u32 * bits);
+            }
+            if seen == expected {
+                for k in elems() {
+                    let new = u64::from(desired >> (k as u32 * bits)) & mask;
+                    let cell = self.weak_cell(a, first + k).expect("a global array");
+                    self.weak_rmw(cell, Ordering::Relaxed, order.1, |_| new);
+                }
+            }
+            return seen;
+        }
         let word = |this: &Self| {
-            (0..per).filter(|k| first + k < len).fold(0u32, |w, k| {
+            elems().fold(0u32, |w, k| {
                 w | (((this.cell(a, first + k).load(MemOrd::SeqCst) & mask) as u32) << (k as u32 * bits))
             })
         };
@@ -134,7 +193,7 @@ impl BlockExec<'_, '_> {
         if seen != expected {
             return seen;
         }
-        for k in (0..per).filter(|k| first + k < len) {
+        for k in elems() {
             let field = |w: u32| u64::from(w >> (k as u32 * bits)) & mask;
             let (old, new) = (field(expected), field(desired));
             if old == new {

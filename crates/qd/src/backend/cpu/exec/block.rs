@@ -1,6 +1,7 @@
 //! A block's scheduler: its subgroups' paths run round-robin on one OS thread, yielding at loop
 //! back-edges and block barriers; the progress watch reports hangs and the time limit.
 
+use super::weak::View;
 use super::{
     full, lanes, width_mask, BlockExec, CpuArg, EmuError, EmuErrorKind, Event, Frame, Path, Shared, Subgroup, Watch,
 };
@@ -50,47 +51,59 @@ impl<'a, 'b> BlockExec<'a, 'b> {
             frames: Vec::new(),
             free_frames: Vec::new(),
             queue,
+            at_barrier: Vec::new(),
+            ticks: 0,
             last_spin_op: None,
+            current_op: None,
+            last_loop: None,
+            weak: sh.weak.as_ref().map(|_| View::default()),
         }
     }
 
+    /// Runs the block to its end.
     pub(super) fn run(mut self, watch: &mut Watch) -> Result<(), EmuError> {
-        let mut at_barrier: Vec<Path> = Vec::new();
-        let mut tick = 0u32;
-        loop {
-            while let Some(path) = self.queue.pop_front() {
-                match self.run_path(path)? {
-                    Event::Yield(p) => self.queue.push_back(p),
-                    Event::Gone => {}
-                    Event::Barrier(p) => at_barrier.push(p),
+        while !self.step(watch)? {}
+        Ok(())
+    }
+
+    /// Runs one path until it yields (a loop back-edge, a barrier, its end), or releases the block
+    /// barrier every live path waits at; returns `true` once the block has finished. The weak-memory
+    /// scheduler interleaves several blocks on one thread one step at a time.
+    pub(super) fn step(&mut self, watch: &mut Watch) -> Result<bool, EmuError> {
+        if let Some(path) = self.queue.pop_front() {
+            match self.run_path(path)? {
+                Event::Yield(p) => {
+                    self.last_loop = self.innermost_loop(&p);
+                    self.queue.push_back(p)
                 }
-                tick = tick.wrapping_add(1);
-                if tick.is_multiple_of(64) {
-                    self.check_progress(watch)?;
-                }
+                Event::Gone => {}
+                Event::Barrier(p) => self.at_barrier.push(p),
             }
-            if at_barrier.is_empty() {
-                break;
+            self.ticks = self.ticks.wrapping_add(1);
+            if self.ticks.is_multiple_of(64) {
+                self.check_progress(watch)?;
             }
-            self.release_barrier(&mut at_barrier)?;
+            return Ok(false);
         }
-        let waiting: Vec<_> = self.frames.iter().filter(|f| !matches!(f, Frame::Free)).collect();
-        if !waiting.is_empty() {
+        if !self.at_barrier.is_empty() {
+            let mut at = std::mem::take(&mut self.at_barrier);
+            self.release_barrier(&mut at)?;
+            return Ok(false);
+        }
+        let waiting = self.frames.iter().filter(|f| !matches!(f, Frame::Free)).count();
+        if waiting > 0 {
             return Err(self.err(
                 None,
-                EmuErrorKind::Deadlock {
-                    block: self.block,
-                    detail: format!("{} join points never completed", waiting.len()),
-                },
+                EmuErrorKind::Deadlock { block: self.block, detail: format!("{waiting} join points never completed") },
             ));
         }
-        Ok(())
+        Ok(true)
     }
 
     fn check_progress(&mut self, watch: &mut Watch) -> Result<(), EmuError> {
         if self.sh.abort.load(MemOrd::Relaxed) {
             // Another block failed; its error is the one reported.
-            return Err(self.err(None, EmuErrorKind::TimeLimit { seconds: 0.0 }));
+            return Err(self.err(None, EmuErrorKind::TimeLimit { seconds: 0.0, running: String::new() }));
         }
         let now = Instant::now();
         let p = self.sh.progress.load(MemOrd::Relaxed);
@@ -102,9 +115,44 @@ impl<'a, 'b> BlockExec<'a, 'b> {
             return Err(self.err(loc, EmuErrorKind::Hang { op, seconds: (now - watch.since).as_secs_f64() }));
         }
         if now - self.sh.start > self.sh.opts.time_limit {
-            return Err(self.err(None, EmuErrorKind::TimeLimit { seconds: self.sh.opts.time_limit.as_secs_f64() }));
+            let (running, loc) = self.running();
+            let seconds = self.sh.opts.time_limit.as_secs_f64();
+            return Err(self.err(loc, EmuErrorKind::TimeLimit { seconds, running }));
         }
         Ok(())
+    }
+
+    /// The `LoopBegin` step of `path`'s innermost loop.
+    fn innermost_loop(&self, path: &Path) -> Option<usize> {
+        path.frames.iter().rev().find_map(|&f| match self.frames[f] {
+            Frame::Loop { begin_pc, .. } => Some(begin_pc),
+            _ => None,
+        })
+    }
+
+    /// What the block was running when the time limit passed, for the error: the loop that last
+    /// went round (the library op it belongs to, the user's line) and the block.
+    fn running(&self) -> (String, Option<SrcLoc>) {
+        let prog = self.sh.prog;
+        let Some(begin) = self.last_loop else {
+            return (format!("block {}", self.block), None);
+        };
+        let loc = prog.locs[begin];
+        let exit = match prog.steps[begin] {
+            Step::LoopBegin { exit_pc } => exit_pc,
+            _ => begin + 1,
+        };
+        // A loop a library op wrote carries that op on the instructions at its line.
+        let op = prog.steps[begin..exit].iter().find_map(|s| match s {
+            Step::Inst(i) if prog.insts[*i].loc == loc => prog.insts[*i].op,
+            _ => None,
+        });
+        let what = match (op, prog.steps.get(begin + 1)) {
+            (Some(op), _) => format!("the loop of `{op}`"),
+            (None, Some(Step::GridCheck { .. })) => "the `parallel_for` loop".to_string(),
+            (None, _) => "the loop".to_string(),
+        };
+        (format!("{what} at {loc} in block {}", self.block), Some(loc))
     }
 
     fn release_barrier(&mut self, at: &mut Vec<Path>) -> Result<(), EmuError> {
@@ -136,7 +184,7 @@ impl<'a, 'b> BlockExec<'a, 'b> {
         }
         std::sync::atomic::fence(MemOrd::SeqCst);
         let Step::Inst(i) = prog.steps[first] else { unreachable!("barrier step") };
-        if let InstKind::BlockBarrier { reduce: Some((red, pred, dst)) } = &prog.insts[i].0 {
+        if let InstKind::BlockBarrier { reduce: Some((red, pred, dst)) } = &prog.insts[i].kind {
             let w = self.width;
             let (mut count, mut total) = (0u64, 0u64);
             for p in at.iter() {

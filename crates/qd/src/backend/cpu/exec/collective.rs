@@ -7,6 +7,11 @@ use crate::ir::eval;
 use crate::ir::*;
 use std::sync::atomic::Ordering as MemOrd;
 
+/// The mbarrier family's memory orderings, PTX's defaults: its arrivals release and its waits
+/// acquire, at CTA scope (weak mode, D26: within the block).
+const MBAR: (Ordering, Scope) = (Ordering::Release, Scope::Block);
+const MBAR_WAIT: LoadKind = LoadKind::Ordered(Ordering::Acquire, Scope::Block);
+
 impl<'a, 'b> BlockExec<'a, 'b> {
     /// The NVIDIA families (D8): warp collectives need the whole subgroup; mbarrier ops are atomic
     /// updates of the barrier word, one lane after another.
@@ -79,41 +84,49 @@ impl<'a, 'b> BlockExec<'a, 'b> {
             let arg = args.first().map(|a| self.reg(sgi, *a, l)).unwrap_or(0);
             let result = match op {
                 NvOp::MbarrierInit => {
-                    self.mem_write(sgi, place.array, i, l, mbar::init(arg));
+                    self.mem_write(sgi, place.array, i, l, mbar::init(arg), StoreKind::Volatile);
                     None
                 }
                 NvOp::MbarrierInval => {
-                    self.mem_write(sgi, place.array, i, l, 0);
+                    self.mem_write(sgi, place.array, i, l, 0, StoreKind::Volatile);
                     None
                 }
-                NvOp::MbarrierArrive => Some(self.rmw(sgi, place.array, i, l, |s| mbar::arrive(s, 1, true))),
+                NvOp::MbarrierArrive => {
+                    Some(self.rmw(sgi, place.array, i, l, MBAR.0, MBAR.1, |s| mbar::arrive(s, 1, true)))
+                }
                 NvOp::MbarrierArriveNoComplete => {
-                    Some(self.rmw(sgi, place.array, i, l, |s| mbar::arrive(s, arg, false)))
+                    Some(self.rmw(sgi, place.array, i, l, MBAR.0, MBAR.1, |s| mbar::arrive(s, arg, false)))
                 }
-                NvOp::MbarrierArriveExpectTx => {
-                    Some(self.rmw(sgi, place.array, i, l, |s| mbar::arrive(mbar::add_tx(s, arg as i64), 1, true)))
-                }
+                NvOp::MbarrierArriveExpectTx => Some(self.rmw(sgi, place.array, i, l, MBAR.0, MBAR.1, |s| {
+                    mbar::arrive(mbar::add_tx(s, arg as i64), 1, true)
+                })),
                 NvOp::MbarrierExpectTx => {
-                    self.rmw(sgi, place.array, i, l, |s| mbar::add_tx(s, arg as i64));
+                    self.rmw(sgi, place.array, i, l, MBAR.0, MBAR.1, |s| mbar::add_tx(s, arg as i64));
                     None
                 }
                 NvOp::MbarrierCompleteTx => {
-                    self.rmw(sgi, place.array, i, l, |s| mbar::complete(mbar::add_tx(s, -(arg as i64))));
+                    self.rmw(sgi, place.array, i, l, MBAR.0, MBAR.1, |s| {
+                        mbar::complete(mbar::add_tx(s, -(arg as i64)))
+                    });
                     None
                 }
                 // The emulator has no L2: a hinted access is the plain one.
-                NvOp::LoadL2Hint(_) => Some(self.mem_read(sgi, place.array, i, l, MemOrd::Relaxed)),
+                NvOp::LoadL2Hint(_) => Some(self.mem_read(sgi, place.array, i, l, LoadKind::Plain)),
                 NvOp::AtomicL2Hint(aop, _) => {
                     let d = self.sh.prog.kernel.array_dtype(place.array);
-                    Some(self.rmw(sgi, place.array, i, l, |old| super::access::atomic_apply(d, *aop, old, arg)))
+                    Some(self.rmw(sgi, place.array, i, l, Ordering::Relaxed, Scope::Device, |old| {
+                        super::access::atomic_apply(d, *aop, old, arg)
+                    }))
                 }
                 NvOp::PackedAdd(h) => {
                     let half = if *h == PackedHalf::F16x2 { DType::F16 } else { DType::BF16 };
-                    Some(self.rmw(sgi, place.array, i, l, |old| packed_add(half, old, arg)))
+                    Some(self.rmw(sgi, place.array, i, l, Ordering::Relaxed, Scope::Device, |old| {
+                        packed_add(half, old, arg)
+                    }))
                 }
                 NvOp::MbarrierTestWait | NvOp::MbarrierTryWaitParity | NvOp::MbarrierTryWaitParityHint => {
-                    self.last_spin_op = Some((kind.mnemonic(), loc));
-                    let state = self.mem_read(sgi, place.array, i, l, MemOrd::Acquire);
+                    self.last_spin_op = Some((self.op_name(kind), loc));
+                    let state = self.mem_read(sgi, place.array, i, l, MBAR_WAIT);
                     let waited_phase = if *op == NvOp::MbarrierTestWait { mbar::phase(arg) } else { arg & 1 };
                     Some((mbar::phase(state) != waited_phase) as u64)
                 }

@@ -43,14 +43,19 @@ pub enum EmuErrorKind {
         second: SrcLoc,
     },
     /// An index outside the array.
-    #[error("index {index} is out of bounds for `{array}` of length {len} (`{op}`)")]
+    #[error(
+        "index {} is out of bounds for `{array}` of length {len} (`{op}`)",
+        if *unsigned { (*index as u64).to_string() } else { index.to_string() }
+    )]
     OutOfBounds {
         /// The op.
         op: String,
         /// Array name.
         array: String,
-        /// The index.
+        /// The index (the bits of an unsigned one: read it as `u64` when `unsigned`).
         index: i64,
+        /// The index has an unsigned type, so `index as u64` is its value (`u64::MAX` is not -1).
+        unsigned: bool,
         /// Its length.
         len: usize,
     },
@@ -69,10 +74,16 @@ pub enum EmuErrorKind {
         seconds: f64,
     },
     /// The launch ran past the wall-clock cap.
-    #[error("the launch ran past its {seconds:.0} s limit")]
+    #[error(
+        "the launch ran past its {:?} limit (Options::time_limit) while running {running}",
+        std::time::Duration::from_secs_f64(*seconds)
+    )]
     TimeLimit {
         /// The cap.
         seconds: f64,
+        /// What was running: the loop that last went round (its op and the user's line) and the
+        /// block, or the block about to start.
+        running: String,
     },
     /// Strict mode: an implementation-defined value reached memory.
     #[error("strict mode: an implementation-defined value (e.g. an out-of-range shuffle source) reached memory through `{op}`")]

@@ -29,7 +29,7 @@ impl<'a, 'b> BlockExec<'a, 'b> {
             }
             match kind {
                 Store { value, .. } | Atomic { value, .. } if self.sgs[sgi].poison[value.0 as usize] & mask != 0 => {
-                    return Err(self.err(Some(loc), EmuErrorKind::Poison { op: kind.mnemonic() }));
+                    return Err(self.err(Some(loc), EmuErrorKind::Poison { op: self.op_name(kind) }));
                 }
                 LocalSet { local, value } => {
                     let pv = self.sgs[sgi].poison[value.0 as usize] & mask;
@@ -117,16 +117,11 @@ impl<'a, 'b> BlockExec<'a, 'b> {
             }
             Load { dst, place, kind: lk } => {
                 if *lk != LoadKind::Plain {
-                    self.last_spin_op = Some((kind.mnemonic(), loc));
+                    self.last_spin_op = Some((self.op_name(kind), loc));
                 }
-                let order = match lk {
-                    LoadKind::Plain | LoadKind::Volatile => MemOrd::Relaxed,
-                    LoadKind::Ordered(Ordering::Relaxed, _) => MemOrd::Relaxed,
-                    LoadKind::Ordered(..) => MemOrd::Acquire,
-                };
                 for l in lanes(mask) {
                     let i = self.index(kind, loc, sgi, place, l)?;
-                    let v = self.mem_read(sgi, place.array, i, l, order);
+                    let v = self.mem_read(sgi, place.array, i, l, *lk);
                     self.sgs[sgi].regs[dst.0 as usize * w + l] = v;
                 }
             }
@@ -138,28 +133,29 @@ impl<'a, 'b> BlockExec<'a, 'b> {
                 for l in lanes(mask) {
                     let i = self.index(kind, loc, sgi, place, l)?;
                     let v = self.reg(sgi, *value, l) & m;
-                    self.mem_write(sgi, place.array, i, l, v);
+                    self.mem_write(sgi, place.array, i, l, v, *sk);
                 }
             }
-            Atomic { dst, place, op, value, .. } => {
-                self.last_spin_op = Some((kind.mnemonic(), loc));
+            Atomic { dst, place, op, value, ordering, scope } => {
+                self.last_spin_op = Some((self.op_name(kind), loc));
                 let d = k.array_dtype(place.array);
                 for l in lanes(mask) {
                     let i = self.index(kind, loc, sgi, place, l)?;
                     let y = self.reg(sgi, *value, l);
-                    let old = self.rmw(sgi, place.array, i, l, |old| atomic_apply(d, *op, old, y));
+                    let old = self.rmw(sgi, place.array, i, l, *ordering, *scope, |old| atomic_apply(d, *op, old, y));
                     if let Some(dst) = dst {
                         self.sgs[sgi].regs[dst.0 as usize * w + l] = old;
                     }
                 }
             }
-            Cas { dst, place, expected, desired, .. } => {
-                self.last_spin_op = Some((kind.mnemonic(), loc));
+            Cas { dst, place, expected, desired, ordering, scope } => {
+                self.last_spin_op = Some((self.op_name(kind), loc));
                 let m = width_mask(k.array_dtype(place.array));
                 for l in lanes(mask) {
                     let i = self.index(kind, loc, sgi, place, l)?;
                     let (e, n) = (self.reg(sgi, *expected, l) & m, self.reg(sgi, *desired, l) & m);
-                    let old = self.rmw(sgi, place.array, i, l, |old| if old == e { n } else { old });
+                    let cas = |old| if old == e { n } else { old };
+                    let old = self.rmw(sgi, place.array, i, l, *ordering, *scope, cas);
                     self.sgs[sgi].regs[dst.0 as usize * w + l] = old;
                 }
             }
@@ -170,12 +166,12 @@ impl<'a, 'b> BlockExec<'a, 'b> {
                     self.sgs[sgi].regs[dst.0 as usize * w + l] = ((i - first) as u64) * u64::from(bits);
                 }
             }
-            WordCas { dst, place, expected, desired, .. } => {
-                self.last_spin_op = Some((kind.mnemonic(), loc));
+            WordCas { dst, place, expected, desired, ordering, scope } => {
+                self.last_spin_op = Some((self.op_name(kind), loc));
                 for l in lanes(mask) {
                     let i = self.index(kind, loc, sgi, place, l)?;
                     let (e, n) = (self.reg(sgi, *expected, l) as u32, self.reg(sgi, *desired, l) as u32);
-                    let seen = self.word_cas(place.array, i, e, n);
+                    let seen = self.word_cas(place.array, i, e, n, (*ordering, *scope));
                     self.sgs[sgi].regs[dst.0 as usize * w + l] = u64::from(seen);
                 }
             }
@@ -191,7 +187,12 @@ impl<'a, 'b> BlockExec<'a, 'b> {
                 }
                 self.collective(kind, sgi);
             }
-            Fence { .. } => std::sync::atomic::fence(MemOrd::SeqCst),
+            Fence { scope, ordering } => {
+                std::sync::atomic::fence(MemOrd::SeqCst);
+                if self.weak.is_some() {
+                    self.weak_fence(*scope, *ordering);
+                }
+            }
             Nv { op, dsts, args, place } => self.nv(kind, loc, path, op, dsts, args, place.as_ref())?,
             BlockBarrier { .. } | If { .. } | Loop { .. } | Break | Continue | Return | GridStride { .. } => {
                 unreachable!("handled by the scheduler or rejected by program::compile")

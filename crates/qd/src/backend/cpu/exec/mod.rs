@@ -11,7 +11,8 @@
 //! `block.rs` (a block's scheduler: round-robin paths, progress watch, block barriers),
 //! `paths.rs` (the lockstep interpreter of control steps: join frames, divergence, reconvergence),
 //! `inst.rs` (straight-line instructions, D5 arithmetic, poison), `access.rs` (bounds-checked
-//! memory access and atomics) and `collective.rs` (subgroup collectives, the NVIDIA families).
+//! memory access and atomics), `collective.rs` (subgroup collectives, the NVIDIA families) and
+//! `weak.rs` (the weak-memory mode, D26: store buffers, stale loads, its interleaving scheduler).
 
 mod access;
 mod block;
@@ -19,6 +20,7 @@ mod collective;
 mod error;
 mod inst;
 mod paths;
+mod weak;
 
 pub use error::{EmuError, EmuErrorKind};
 
@@ -34,7 +36,7 @@ use std::time::{Duration, Instant};
 /// Emulator settings.
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// Worker threads running blocks (blocks start in id order).
+    /// Worker threads running blocks (blocks start in id order); not used in weak mode.
     pub workers: usize,
     /// No value-changing store or atomic anywhere for this long is reported as a hang.
     pub hang_timeout: Duration,
@@ -42,6 +44,48 @@ pub struct Options {
     pub time_limit: Duration,
     /// Poison implementation-defined results and report any that reaches memory.
     pub strict: bool,
+    /// How global memory behaves between blocks (D26).
+    pub memory: Memory,
+}
+
+/// How the emulator shows one block's global-memory writes to the others (D26).
+///
+/// ```
+/// use qd::backend::cpu::{Memory, Options};
+/// use qd::prelude::*;
+///
+/// // The same device by its builder and by its name (`+weak=SEED`, or `+weak` for seed 0).
+/// let weak = Options { memory: Memory::Weak { seed: 7 }, ..Options::default() };
+/// let d = Device::cpu_with(32, weak)?;
+/// assert_eq!(d.name(), "cpu+weak=7");
+/// assert_eq!(Device::from_name("cpu+weak=7")?.name(), d.name());
+///
+/// // A kernel whose blocks share nothing runs as it does on the default emulator.
+/// let twice = Kernel::range("twice", 64, |k| {
+///     let a = k.array::<i32>("a");
+///     k.parallel_for(0, a.len(), |i| a.set(i, a.get(i) * 2));
+/// });
+/// let a = d.array_from(&[1, 2, 3, 4])?;
+/// d.launch(&twice, &[a.arg()])?;
+/// assert_eq!(a.to_vec()?, [2, 4, 6, 8]);
+/// # Ok::<(), QdError>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Memory {
+    /// Every access is sequentially consistent: a write is visible to every block at once. Kernels
+    /// missing a fence still pass.
+    #[default]
+    Sequential,
+    /// As weak as a GPU may be: plain stores wait in a per-block buffer and become visible in
+    /// random order, at random times or at a device-scope release; loads may return older values,
+    /// down to what the block last acquired (per-location coherence kept). Blocks run interleaved
+    /// on one thread, a few at a time, chosen at random: a launch is a function of `seed`
+    /// (`Options::workers` is not used). A kernel that leaves out a fence fails for some seeds.
+    Weak {
+        /// Seeds every random choice (which block steps, which store lands, which value a load
+        /// returns).
+        seed: u64,
+    },
 }
 
 impl Default for Options {
@@ -51,6 +95,7 @@ impl Default for Options {
             hang_timeout: Duration::from_secs(2),
             time_limit: Duration::from_secs(120),
             strict: false,
+            memory: Memory::Sequential,
         }
     }
 }
@@ -85,6 +130,8 @@ struct Shared<'a> {
     abort: AtomicBool,
     error: Mutex<Option<EmuError>>,
     start: Instant,
+    /// The launch's weak memory (`Memory::Weak`), else `None`.
+    weak: Option<Mutex<weak::WeakMemory>>,
 }
 
 /// Runs `prog` over the grid; returns the first error any block hit.
@@ -120,7 +167,15 @@ pub fn launch(prog: &Program, geo: LaunchGeometry, args: &[CpuArg], opts: &Optio
         abort: AtomicBool::new(false),
         error: Mutex::new(None),
         start: Instant::now(),
+        weak: match opts.memory {
+            Memory::Sequential => None,
+            Memory::Weak { seed } => Some(weak::WeakMemory::new(seed)),
+        },
     };
+    if shared.weak.is_some() {
+        check_array_budget(k, geo, weak::RESIDENT.min(geo.grid as usize))?;
+        return weak::worker(&shared);
+    }
     let workers = opts.workers.clamp(1, geo.grid as usize);
     check_array_budget(k, geo, workers)?;
     if workers == 1 {
@@ -195,7 +250,8 @@ fn worker(sh: &Shared) {
         // Checked between blocks too: inside a block it is checked every few scheduling steps, which
         // a grid of millions of short blocks would never reach.
         let run = if sh.start.elapsed() > sh.opts.time_limit {
-            let kind = EmuErrorKind::TimeLimit { seconds: sh.opts.time_limit.as_secs_f64() };
+            let running = format!("block {b} of {}, not yet started", sh.geo.grid);
+            let kind = EmuErrorKind::TimeLimit { seconds: sh.opts.time_limit.as_secs_f64(), running };
             Err(EmuError { kernel: sh.prog.kernel.name.clone(), loc: None, kind })
         } else {
             BlockExec::new(sh, b).run(&mut watch)
@@ -260,7 +316,16 @@ struct BlockExec<'a, 'b> {
     frames: Vec<Frame>,
     free_frames: Vec<usize>,
     queue: VecDeque<Path>,
+    at_barrier: Vec<Path>,
+    ticks: u32,
     last_spin_op: Option<(String, SrcLoc)>,
+    /// The library op of the instruction being run (`Inst::op`), which its errors name.
+    current_op: Option<&'static str>,
+    /// The `LoopBegin` step of the innermost loop of the last path to yield at a back-edge: the
+    /// loop the time-limit error names.
+    last_loop: Option<usize>,
+    /// The block's view of global memory in weak mode.
+    weak: Option<weak::View<'a>>,
 }
 
 fn lanes(mask: u64) -> impl Iterator<Item = usize> {
@@ -296,11 +361,16 @@ impl<'a, 'b> BlockExec<'a, 'b> {
         EmuError { kernel: self.sh.prog.kernel.name.clone(), loc, kind }
     }
 
+    /// The op an error about `kind` names: the library op the user called, else its mnemonic.
+    fn op_name(&self, kind: &InstKind) -> String {
+        self.current_op.map_or_else(|| kind.mnemonic(), str::to_string)
+    }
+
     fn partial(&self, kind: &InstKind, loc: SrcLoc, path: &Path, expected: u64) -> EmuError {
         self.err(
             Some(loc),
             EmuErrorKind::PartialMask {
-                op: kind.mnemonic(),
+                op: self.op_name(kind),
                 block: self.block,
                 subgroup: path.sg as u32,
                 active: path.mask,
@@ -315,10 +385,10 @@ impl<'a, 'b> BlockExec<'a, 'b> {
 
     fn eval_err(&self, kind: &InstKind, loc: SrcLoc, e: EvalError) -> EmuError {
         match e {
-            EvalError::DivisionByZero => self.err(Some(loc), EmuErrorKind::DivisionByZero { op: kind.mnemonic() }),
+            EvalError::DivisionByZero => self.err(Some(loc), EmuErrorKind::DivisionByZero { op: self.op_name(kind) }),
             EvalError::Unsupported => self.err(
                 Some(loc),
-                EmuErrorKind::BadArguments(format!("`{}` is not defined on these operand types", kind.mnemonic())),
+                EmuErrorKind::BadArguments(format!("`{}` is not defined on these operand types", self.op_name(kind))),
             ),
         }
     }

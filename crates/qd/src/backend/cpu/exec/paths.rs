@@ -88,7 +88,8 @@ impl<'a, 'b> BlockExec<'a, 'b> {
         loop {
             match &prog.steps[path.pc] {
                 Step::Inst(i) => {
-                    let (kind, loc) = &prog.insts[*i];
+                    let crate::ir::Inst { kind, loc, op } = &prog.insts[*i];
+                    self.current_op = *op;
                     if kind.is_block_barrier() {
                         let sg = &self.sgs[path.sg];
                         let live = sg.launched & !sg.exited;

@@ -357,7 +357,7 @@ impl Lower<'_> {
     fn err(&self, inst: &Inst, message: impl Into<String>) -> TraceError {
         TraceError {
             kernel: self.k.name.clone(),
-            op: inst.kind.mnemonic(),
+            op: inst.op_name(),
             loc: inst.loc,
             message: message.into(),
             unsupported: None,
