@@ -22,7 +22,7 @@ log() { echo "[$((SECONDS - start))s] $*" | tee -a "$OUT/progress.txt"; }
 
 {
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv
-    "$QD" info --backend cuda
+    "$QD" info
 } >"$OUT/device.txt" 2>&1
 log "device: $(head -n 2 "$OUT/device.txt" | tail -n 1)"
 
