@@ -4,6 +4,7 @@
 //! that tests can call it directly.
 
 pub mod bench;
+pub mod bench_sort;
 pub mod builtin;
 pub mod conformance;
 pub mod corpus;

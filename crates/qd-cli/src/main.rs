@@ -7,7 +7,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use qd::algorithms::{TileOrder, Tuning};
 use qd::prelude::{Device, QdError};
 use qd_cli::emit::{self, EmitTarget};
-use qd_cli::{bench, conformance, plot, runner, tour};
+use qd_cli::{bench, bench_sort, conformance, plot, runner, tour};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -82,8 +82,9 @@ enum Command {
     /// shows on a terminal.
     Bench {
         /// reduce, scan (inclusive), exclusive-scan (sums), select (u8 flags, half set),
-        /// reduce-by-key (u32 keys in runs of 1 to 16, sums), histogram (256 bins) or copy (the
-        /// bandwidth ceiling of striped loads and stores).
+        /// reduce-by-key (u32 keys in runs of 1 to 16, sums), histogram (256 bins), copy (the
+        /// bandwidth ceiling of striped loads and stores) or sort (the radix sort: one line per
+        /// size, entropy and tile shape, see --keys, --values, --sizes, --entropy, --tunings).
         #[arg(value_enum)]
         algo: BenchAlgo,
         /// Device to run on, or several separated by commas (`cuda,vulkan`).
@@ -115,6 +116,22 @@ enum Command {
         /// blockidx, or reversed (only the decoupled fallback finishes).
         #[arg(long, value_enum, default_value = "ticket")]
         tile_order: BenchTileOrder,
+        /// sort: the key type.
+        #[arg(long, value_enum, default_value = "u32")]
+        keys: BenchKeys,
+        /// sort: the value type (none: keys only).
+        #[arg(long, value_enum, default_value = "none")]
+        values: BenchValues,
+        /// sort: key counts, comma-separated N, 2^A, 2^A-2^B or 2^A..2^B (default: 2^log2n).
+        #[arg(long)]
+        sizes: Option<String>,
+        /// sort: key entropies, comma-separated of 1.0, 0.811, 0.544, 0.337, 0.201.
+        #[arg(long, default_value = "1.0")]
+        entropy: String,
+        /// sort: tile shapes, comma-separated BLOCKxKEYS or default (default: --block-dim x
+        /// --items when given, else the device's).
+        #[arg(long)]
+        tunings: Option<String>,
         /// The emulator's memory model: sequential, or weak (D26; its random choices follow the seed).
         #[arg(long, value_enum, default_value = "sequential")]
         memory: MemoryModel,
@@ -196,6 +213,24 @@ enum BenchAlgo {
     ReduceByKey,
     Histogram,
     Copy,
+    Sort,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum BenchKeys {
+    U32,
+    I32,
+    F32,
+    U64,
+    I64,
+    F64,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum BenchValues {
+    None,
+    U32,
+    U64,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -264,6 +299,35 @@ fn main() -> ExitCode {
         }
         Command::Latency { backend } => run_latency(&backend),
         Command::Bench {
+            algo: BenchAlgo::Sort,
+            backend,
+            log2n,
+            reps,
+            warmup,
+            seed,
+            items,
+            block_dim,
+            keys,
+            values,
+            sizes,
+            entropy,
+            tunings,
+            ..
+        } => {
+            // The sort takes one size here; --sizes gives it several.
+            match log2n.map(|n| n.parse::<u32>()).transpose() {
+                Ok(log2n) => {
+                    let options =
+                        SortCli { log2n, reps, warmup, seed, items, block_dim, keys, values, sizes, entropy, tunings };
+                    run_bench_sort(&backend, options)
+                }
+                Err(_) => {
+                    eprintln!("qd: bench sort: --log2n takes one N (give several sizes with --sizes)");
+                    Ok(ExitCode::from(2))
+                }
+            }
+        }
+        Command::Bench {
             algo,
             backend,
             log2n,
@@ -277,6 +341,7 @@ fn main() -> ExitCode {
             fallback,
             json,
             memory,
+            ..
         } => {
             let algo = match algo {
                 BenchAlgo::Reduce => bench::Algo::Reduce,
@@ -286,6 +351,7 @@ fn main() -> ExitCode {
                 BenchAlgo::ReduceByKey => bench::Algo::ReduceByKey,
                 BenchAlgo::Histogram => bench::Algo::Histogram,
                 BenchAlgo::Copy => bench::Algo::Copy,
+                BenchAlgo::Sort => unreachable!("matched above"),
             };
             let dtype = match dtype {
                 BenchType::I32 => bench::BenchDtype::I32,
@@ -524,6 +590,93 @@ fn run_plot(inputs: &[PathBuf], out: &Path) -> io::Result<ExitCode> {
     let written = plot::write_all(&records, out).map_err(io::Error::other)?;
     println!("wrote {} plots and table.md to {}", written, out.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// The command line of `qd bench sort`.
+struct SortCli {
+    log2n: Option<u32>,
+    reps: Option<u32>,
+    warmup: Option<u32>,
+    seed: Option<u64>,
+    items: Option<u32>,
+    block_dim: Option<u32>,
+    keys: BenchKeys,
+    values: BenchValues,
+    sizes: Option<String>,
+    entropy: String,
+    tunings: Option<String>,
+}
+
+fn run_bench_sort(backend: &str, o: SortCli) -> io::Result<ExitCode> {
+    let seed = o.seed.unwrap_or_else(runner::random_seed);
+    eprintln!("seed: {seed}");
+    let device = match Device::from_name(backend) {
+        Ok(d) => d,
+        Err(e) => return Ok(unavailable(e)),
+    };
+    let (default_log2n, default_reps, default_warmup) = bench::BenchConfig::defaults_for(&device);
+    let parsed = (|| -> Result<bench_sort::SortBench, String> {
+        let sizes = match &o.sizes {
+            Some(s) => bench_sort::parse_sizes(s)?,
+            None => vec![1usize << o.log2n.unwrap_or(default_log2n).min(30)],
+        };
+        let tunings = match (&o.tunings, o.block_dim, o.items) {
+            (Some(t), _, _) => bench_sort::parse_tunings(t, 128)?,
+            (None, None, None) => vec![None],
+            (None, b, k) => bench_sort::parse_tunings(&format!("{}x{}", b.unwrap_or(384), k.unwrap_or(20)), 128)?,
+        };
+        Ok(bench_sort::SortBench {
+            keys: match o.keys {
+                BenchKeys::U32 => bench_sort::KeyType::U32,
+                BenchKeys::I32 => bench_sort::KeyType::I32,
+                BenchKeys::F32 => bench_sort::KeyType::F32,
+                BenchKeys::U64 => bench_sort::KeyType::U64,
+                BenchKeys::I64 => bench_sort::KeyType::I64,
+                BenchKeys::F64 => bench_sort::KeyType::F64,
+            },
+            values: match o.values {
+                BenchValues::None => bench_sort::ValueType::None,
+                BenchValues::U32 => bench_sort::ValueType::U32,
+                BenchValues::U64 => bench_sort::ValueType::U64,
+            },
+            sizes,
+            ands: bench_sort::parse_entropies(&o.entropy)?,
+            tunings,
+            reps: o.reps.unwrap_or(default_reps),
+            warmup: o.warmup.unwrap_or(default_warmup),
+            seed,
+        })
+    })();
+    let b = match parsed {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("qd: bench sort: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let mut failed = false;
+    let mut out = io::stdout().lock();
+    let mut write_err = None;
+    let result = bench_sort::run(&device, &b, &mut |r| {
+        if let Err(why) = &r.check {
+            eprintln!("qd: bench sort: wrong result: {why} (reproduce with --seed {seed})");
+            failed = true;
+        }
+        if let Err(e) = writeln!(out, "{}", r.line).and_then(|_| out.flush()) {
+            write_err.get_or_insert(e);
+        }
+    });
+    if let Some(e) = write_err {
+        return Err(e);
+    }
+    match result {
+        Ok(()) if failed => Ok(ExitCode::FAILURE),
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) => {
+            eprintln!("qd: bench sort: {e}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
 }
 
 fn unavailable(e: QdError) -> ExitCode {

@@ -15,6 +15,7 @@ pub mod nv;
 pub mod ranges;
 pub mod rng;
 pub mod shaped;
+pub mod sort;
 pub mod subgroup;
 pub mod vectors;
 
@@ -133,6 +134,7 @@ pub fn all_cases() -> Vec<Case> {
     grid::register(&mut cases);
     ranges::register(&mut cases);
     algorithms::register(&mut cases);
+    sort::register(&mut cases);
     cases
 }
 

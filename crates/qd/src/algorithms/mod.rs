@@ -6,7 +6,8 @@
 //! moves (i32, u32, i64, u64, f32, f64), and any `n` from 0 up to [`max_len`] (an [`Error::TooLong`]
 //! above it). The scans are single-pass: tiles pass their prefixes on by decoupled look-back where
 //! the device guarantees that started blocks progress, and by decoupled fallback where it does not
-//! (the capability model's `Limits::block_forward_progress`, D13; see `lookback.rs`).
+//! (the capability model's `Limits::block_forward_progress`, D13; see `lookback.rs`). The radix
+//! sort is [`sort`] (D29), with its own per-digit look-back.
 //!
 //! Temporary storage lives in a [`Workspace`]: calls through one workspace reuse its device
 //! arrays, so repeated calls allocate nothing; the free functions ([`reduce`], [`inclusive_scan`],
@@ -37,6 +38,7 @@ mod reduce;
 mod reduce_by_key;
 mod scan;
 mod select;
+pub mod sort;
 pub(crate) mod tile;
 
 pub use histogram::{histogram_even, Sample, MAX_BINS};

@@ -10,7 +10,7 @@
 
 use super::block::{check_block_dim, exclusive_add, shared_array, sync, thread_idx};
 use super::subgroup;
-use crate::trace::{self, op_scope, trace_error, var, Array, Int, Shuffle, Val};
+use crate::trace::{self, op_scope, select, trace_error, var, Array, Int, Shuffle, Val};
 
 /// The shape of one block ranking: threads, digits, keys per thread.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -191,10 +191,11 @@ fn match_and_rank_with<M: MaskWord>(c: Counters, digits: &[Val<u32>], num_bits: 
             // The lanes whose digit agrees with this lane's in every bit.
             let mut peers = all_lanes;
             for b in 0..num_bits {
-                let set = ((*digit >> b) & 1u32).cast::<M>();
-                let votes = subgroup::ballot(set.nonzero()).cast::<M>();
-                // `set - 1` is all ones where this lane's bit is clear: keep the lanes voting the same.
-                peers = peers & (votes ^ (set - M::ONE));
+                // A mask test, no shift: `digit & (1 << b)` is one instruction with the vote.
+                let set = (*digit & (1u32 << b)).ne(0u32);
+                let votes = subgroup::ballot(set).cast::<M>();
+                // Keep the lanes that voted as this lane did.
+                peers = peers & select(set, votes, votes ^ M::ALL_ONES);
             }
             let leader = Val::constant(width as i32 - 1) - peers.clz().cast::<i32>();
             let lower = (peers & below).popc().cast::<i32>();
@@ -227,7 +228,7 @@ fn match_and_rank_with<M: MaskWord>(c: Counters, digits: &[Val<u32>], num_bits: 
 ///
 /// ```
 /// # use qd::prelude::*;
-/// // 4 keys per thread, 64 threads, 16 digits: ranks of 256 keys.
+/// // 4 keys per thread, 64 threads, 64 digits: ranks of 256 keys.
 /// let k = Kernel::explicit("rank4", 64, |k| {
 ///     let keys = k.array::<u32>("keys");
 ///     let ranks = k.array::<i32>("ranks");
@@ -235,23 +236,23 @@ fn match_and_rank_with<M: MaskWord>(c: Counters, digits: &[Val<u32>], num_bits: 
 ///     let (sg, lane) = (t / 32, t % 32);
 ///     let pos = |j: i32| (sg * 4 + j) * 32 + lane;
 ///     let ks = [0, 1, 2, 3].map(|j| keys.get(pos(j)));
-///     let bins = block::shared_array::<i32>(16);
-///     let excl = block::shared_array::<i32>(16);
-///     let r = block::radix_rank_keys(ks, 64, 4, 0, 4, bins, excl);
+///     let bins = block::shared_array::<i32>(64);
+///     let excl = block::shared_array::<i32>(64);
+///     let r = block::radix_rank_keys(ks, 64, 6, 0, 6, bins, excl);
 ///     for j in 0..4 {
 ///         ranks.set(pos(j), r[j as usize]);
 ///     }
 /// });
 /// let d = Device::cpu();
-/// let keys: Vec<u32> = (0..256).map(|i| 15 - i % 16).collect();
+/// let keys: Vec<u32> = (0..256).map(|i| 63 - i % 64).collect();
 /// let ka = d.array_from(&keys).unwrap();
 /// let ra = d.zeros::<i32>(256).unwrap();
 /// d.launch_grid(&k, 1, &[ka.arg(), ra.arg()]).unwrap();
 /// let ranks = ra.to_vec().unwrap();
-/// // Key 15 (position 0) is the first of the 16 keys 15, so it comes after 240 smaller ones.
-/// assert_eq!(ranks[0], 240);
-/// assert_eq!(ranks[15], 0); // the first 0
-/// assert_eq!(ranks[31], 1); // the second 0
+/// // Key 63 (position 0) is the first of four 63s, after the 252 smaller keys.
+/// assert_eq!(ranks[0], 252);
+/// assert_eq!(ranks[63], 0); // the first 0
+/// assert_eq!(ranks[127], 1); // the second 0
 /// ```
 #[allow(clippy::too_many_arguments)]
 #[track_caller]

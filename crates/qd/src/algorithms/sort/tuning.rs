@@ -1,0 +1,68 @@
+//! The sort's tile shape and how it is chosen from a target's limits.
+
+use crate::target::Target;
+
+/// Digit bits per pass: 256 digits, 4 passes for 32-bit keys, 8 for 64-bit ones.
+pub(crate) const RADIX_BITS: u32 = 8;
+/// The digit count.
+pub(crate) const DIGITS: u32 = 1 << RADIX_BITS;
+/// Threads per block of the histogram kernel: one per digit.
+pub(crate) const HIST_BLOCK: u32 = DIGITS;
+
+/// The shape of the sort's kernels. [`SortTuning::for_target`] gives the defaults; the benchmark
+/// and the tests set others.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SortTuning {
+    /// Threads per block of the onesweep passes (a multiple of the subgroup width).
+    pub block: u32,
+    /// Keys per thread of the onesweep passes: a tile is `block * keys_per_thread` keys.
+    pub keys_per_thread: u32,
+    /// Keys per thread and loop pass of the histogram kernel.
+    pub hist_items: u32,
+    /// Where workgroups have no forward-progress guarantee: how many times a tile reads a
+    /// predecessor's digit counts before it counts that predecessor's keys itself (0: it never
+    /// reads them and counts every predecessor, which only tests want).
+    pub fallback_spins: u32,
+}
+
+impl SortTuning {
+    /// The keys of one tile.
+    pub fn tile(&self) -> u32 {
+        self.block * self.keys_per_thread
+    }
+
+    /// The default shape for keys of `key_bytes` bytes (with values of `value_bytes`, 0 for keys
+    /// only) on `target`: tiles of at least 4096 keys. 32- and 64-lane subgroups take 384-thread
+    /// blocks of 16 keys for 4-byte keys only, else 256 threads of 16 keys: the fastest of the
+    /// shapes measured for u32 keys and u32/u32 pairs on an H200 at 2^28 keys (D29,
+    /// `docs/gpu-records/2026-11-28-h200-sort/`; 8-byte keys and values were not measured).
+    /// Narrower subgroups take 16 subgroups per block (the ranking keeps one set of digit counters
+    /// per subgroup), with more keys each. The tile shrinks, down to 4096 keys, until the pass
+    /// kernel's shared memory fits the target.
+    pub fn for_target(target: &Target, key_bytes: u32, value_bytes: u32) -> SortTuning {
+        let sgs = target.subgroup_size();
+        let (block, keys_per_thread) = if sgs >= 32 {
+            match (key_bytes, value_bytes) {
+                (4, 0) => (384, 16),
+                _ => (256, 16),
+            }
+        } else {
+            let block = 16 * sgs;
+            (block, (4096 / block).min(64))
+        };
+        let mut t = SortTuning { block, keys_per_thread, hist_items: 16, fallback_spins: 128 };
+        let max = target.limits().max_shared_bytes;
+        while t.pass_shared_bytes(sgs) > max && t.tile() / 2 >= 4096 && t.keys_per_thread.is_multiple_of(2) {
+            t.keys_per_thread /= 2;
+        }
+        t
+    }
+
+    /// The shared memory of the pass kernel: the tile's exchange buffer, which also holds the
+    /// ranking's counters (one per subgroup and digit), the tile's global digit offsets, the
+    /// fallback's counts and the tile index.
+    pub(crate) fn pass_shared_bytes(&self, subgroup_size: u32) -> u32 {
+        let counters = self.block / subgroup_size * DIGITS;
+        4 * (self.tile().max(counters) + 2 * DIGITS + 1)
+    }
+}
