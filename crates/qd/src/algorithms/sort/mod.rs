@@ -190,10 +190,10 @@ impl Sorter {
     ) -> Result<(), Error> {
         let fail = |message: String| Error::Invalid { algo: op, message, at: loc };
         let n = keys.len();
-        if let Some(v) = values {
-            if v.len() != n {
-                return Err(fail(format!("{} values for {n} keys: give one value per key", v.len())));
-            }
+        if let Some(v) = values
+            && v.len() != n
+        {
+            return Err(fail(format!("{} values for {n} keys: give one value per key", v.len())));
         }
         if n > MAX_KEYS {
             // The look-back's counts have 30 bits.
@@ -319,10 +319,10 @@ impl Sorter {
 
     /// Scratch array `slot` (0 for keys, 1 for values): at least `len` elements of `T`.
     fn scratch<T: Scalar>(&mut self, slot: u8, len: usize) -> Result<DeviceArray<T>, DeviceError> {
-        if let Some(a) = self.scratch.get(&(slot, T::DTYPE)).and_then(|a| a.downcast_ref::<DeviceArray<T>>()) {
-            if a.len() >= len {
-                return Ok(a.clone());
-            }
+        if let Some(a) = self.scratch.get(&(slot, T::DTYPE)).and_then(|a| a.downcast_ref::<DeviceArray<T>>())
+            && a.len() >= len
+        {
+            return Ok(a.clone());
         }
         let a = self.device.zeros::<T>(len)?;
         self.scratch.insert((slot, T::DTYPE), Box::new(a.clone()));
