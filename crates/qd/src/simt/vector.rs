@@ -497,19 +497,6 @@ impl<T: Num, const R: usize, const C: usize> ops::Mul<Val<T>> for Matrix<T, R, C
 
 /// The scalars of `len` packed values of `per` scalars each (an error while tracing when that
 /// does not fit a shared array's `u32` length).
-///
-/// ```
-/// use qd::prelude::*;
-/// use qd::simt::vector::VectorArray;
-/// let k = Kernel::range("flat", 32, |k| {
-///     let v = VectorArray::<i32, 2>::new(k.array::<i32>("v"));
-///     k.parallel_for(0, v.scalars().len(), |j| v.scalars().set(j, j)); // one thread per scalar
-/// });
-/// let d = Device::cpu();
-/// let v = d.zeros::<i32>(4).unwrap();
-/// d.launch(&k, &[v.arg()]).unwrap();
-/// assert_eq!(v.to_vec().unwrap(), [0, 1, 2, 3]);
-/// ```
 #[track_caller]
 fn scalars(op: &str, len: u32, per: usize) -> u32 {
     match u32::try_from(per).ok().and_then(|p| len.checked_mul(p)) {
@@ -584,15 +571,15 @@ impl<T: Scalar, const N: usize> VectorArray<T, N> {
     ///
     /// ```
     /// use qd::prelude::*;
-    /// use qd::simt::vector::MatrixArray;
-    /// let k = Kernel::range("zero", 32, |k| {
-    ///     let m = MatrixArray::<f32, 3, 3>::new(k.array::<f32>("m"));
-    ///     k.parallel_for(0, m.scalars().len(), |j| m.scalars().set(j, 0.0f32));
+    /// use qd::simt::vector::VectorArray;
+    /// let k = Kernel::range("flat", 32, |k| {
+    ///     let v = VectorArray::<i32, 2>::new(k.array::<i32>("v"));
+    ///     k.parallel_for(0, v.scalars().len(), |j| v.scalars().set(j, j)); // one thread per scalar
     /// });
     /// let d = Device::cpu();
-    /// let m = d.array_from(&[1.0f32; 9]).unwrap();
-    /// d.launch(&k, &[m.arg()]).unwrap();
-    /// assert_eq!(m.to_vec().unwrap(), [0.0; 9]);
+    /// let v = d.zeros::<i32>(4).unwrap();
+    /// d.launch(&k, &[v.arg()]).unwrap();
+    /// assert_eq!(v.to_vec().unwrap(), [0, 1, 2, 3]);
     /// ```
     pub fn scalars(self) -> Array<T> {
         self.scalars
@@ -896,6 +883,19 @@ impl<T: Scalar, const R: usize, const C: usize> MatrixArray<T, R, C> {
     }
 
     /// The underlying scalars.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// use qd::simt::vector::MatrixArray;
+    /// let k = Kernel::range("zero", 32, |k| {
+    ///     let m = MatrixArray::<f32, 3, 3>::new(k.array::<f32>("m"));
+    ///     k.parallel_for(0, m.scalars().len(), |j| m.scalars().set(j, 0.0f32));
+    /// });
+    /// let d = Device::cpu();
+    /// let m = d.array_from(&[1.0f32; 9]).unwrap();
+    /// d.launch(&k, &[m.arg()]).unwrap();
+    /// assert_eq!(m.to_vec().unwrap(), [0.0; 9]);
+    /// ```
     pub fn scalars(self) -> Array<T> {
         self.scalars
     }
