@@ -234,6 +234,24 @@ pub fn redux_xor<T: ReduxValue>(value: impl IntoVal<T>) -> Val<T> {
 
 /// `elect.sync`: (the elected leader lane, whether this lane is it). The leader is the lowest
 /// active lane (sm_90).
+///
+/// ```
+/// use qd::prelude::*;
+/// // One lane per warp bumps a counter.
+/// let k = Kernel::range("leaders", 32, |k| {
+///     let n = k.array::<u32>("n");
+///     k.parallel_for(0, 128, |_| {
+///         let (_leader, me) = qd::nv::elect();
+///         if_(me, || {
+///             atomic_add(n.at(0), 1u32);
+///         });
+///     });
+/// });
+/// let d = Device::cpu();
+/// let n = d.zeros::<u32>(1).unwrap();
+/// d.launch(&k, &[n.arg()]).unwrap();
+/// assert_eq!(n.to_vec().unwrap(), [4]); // four warps
+/// ```
 #[track_caller]
 pub fn elect() -> (Val<u32>, Val<bool>) {
     let _op = op_scope("nv.elect");

@@ -416,6 +416,20 @@ pub fn tensormap_fence_acquire<T: Scalar>(elem: Elem<T>, scope: Scope) {
 /// kernel that copies tensor maps is aligned to 128 bytes) to
 /// `dst` (an element of a kernel array, 128-byte aligned) and releases it to the tensormap proxy
 /// at `scope`. Every thread of the warp executes it together (`.sync.aligned`). CUDA-only.
+///
+/// ```
+/// use qd::prelude::*;
+/// use qd::backend::{ptx::{lower_kernel, PtxTarget}, Target};
+/// use qd::ir::Scope;
+/// // Publish a tensor map built in shared memory to global memory for the TMA.
+/// let k = Kernel::explicit("publish_map", 32, |k| {
+///     let maps = k.array::<u64>("maps");
+///     let staged = block::shared_array::<u64>(16); // 128 bytes
+///     qd::nv::tensormap_copy_fence(maps.at(0), staged.at(0), Scope::Device);
+/// });
+/// let ir = k.trace(&Target::ptx(PtxTarget::sm(90))).unwrap();
+/// assert!(lower_kernel(&ir, &PtxTarget::sm(90)).unwrap().text.contains("tensormap.cp_fenceproxy"));
+/// ```
 #[track_caller]
 pub fn tensormap_copy_fence<T: Scalar>(dst: Elem<T>, src: Elem<T>, scope: Scope) {
     let name = "nv.tensormap_copy_fence";
