@@ -201,6 +201,18 @@ no_gpu_features() {
     echo "qd without GPU features: builds, tests and lints clean; no cudarc, no ash"
 }
 
+# The documentation (D32): rustdoc of `qd` with warnings denied (broken intra-doc links included),
+# an example for every public function and method of the user-facing modules
+# (scripts/doc-examples.py reads the generated HTML), and the doctests: the guide's pages
+# (docs/guide/) and every example, merged into one binary per crate (edition 2024), run on the
+# emulator. The doctests run here, not in the "tests" stage, so their time is this stage's.
+docs() {
+    RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p qd || die "cargo doc -p qd has warnings (RUSTDOCFLAGS=-D warnings)"
+    python3 scripts/doc-examples.py "${CARGO_TARGET_DIR:-$ROOT/target}/doc/qd" ||
+        die "a public function or method has no example (scripts/doc-examples.py lists them)"
+    cargo test --workspace --doc || die "cargo test --workspace --doc failed"
+}
+
 TOTAL_START=$SECONDS
 stage "tools" ensure_tools
 stage "metal (MSL check, macOS type-check)" bash scripts/test-metal.sh
@@ -210,7 +222,8 @@ stage "clippy" cargo clippy --workspace --all-targets -- -D warnings
 stage "no GPU features" no_gpu_features
 export INSTA_UPDATE=no
 unset INSTA_FORCE_PASS # it would turn every snapshot mismatch into a pass
-stage "tests" cargo test --workspace
+stage "tests" cargo test --workspace --all-targets
+stage "docs (rustdoc, examples, doctests)" docs
 stage "release build" cargo build --release -p qd-cli
 for sg in 4 8 16 32 64; do
     stage "conformance cpu:sg$sg" conformance "cpu:sg$sg"

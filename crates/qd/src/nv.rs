@@ -67,6 +67,21 @@ impl MatchValue for i64 {}
 impl MatchValue for u64 {}
 
 /// `match.sync.any`: the mask of lanes holding the same value as this lane.
+///
+/// ```
+/// use qd::prelude::*;
+/// // The lanes of each warp holding the same key as this lane.
+/// let k = Kernel::range("peers", 32, |k| {
+///     let key = k.array::<u32>("key");
+///     let out = k.array::<u32>("out");
+///     k.parallel_for(0, key.len(), |i| out.set(i, qd::nv::match_any(key.get(i))));
+/// });
+/// let d = Device::cpu(); // 32-lane subgroups: the emulator runs the warp collectives
+/// let key = d.array_from(&(0..32).map(|l| l % 2).collect::<Vec<u32>>()).unwrap();
+/// let out = d.zeros::<u32>(32).unwrap();
+/// d.launch(&k, &[key.arg(), out.arg()]).unwrap();
+/// assert_eq!(out.to_vec().unwrap()[..2], [0x5555_5555, 0xAAAA_AAAA]);
+/// ```
 #[track_caller]
 pub fn match_any<T: MatchValue>(value: impl IntoVal<T>) -> Val<u32> {
     let _op = op_scope("nv.match_any");
@@ -76,6 +91,23 @@ pub fn match_any<T: MatchValue>(value: impl IntoVal<T>) -> Val<u32> {
 }
 
 /// `match.sync.all`: (the full mask when every lane holds the same value, else 0; whether they do).
+///
+/// ```
+/// use qd::prelude::*;
+/// let k = Kernel::range("uniform", 32, |k| {
+///     let key = k.array::<i64>("key");
+///     let out = k.array::<u32>("out");
+///     k.parallel_for(0, key.len(), |i| {
+///         let (mask, all_same) = qd::nv::match_all(key.get(i));
+///         out.set(i, select(all_same, mask, 0u32));
+///     });
+/// });
+/// let d = Device::cpu();
+/// let key = d.array_from(&[[7i64; 32], [0; 32]].concat()).unwrap();
+/// let out = d.zeros::<u32>(64).unwrap();
+/// d.launch(&k, &[key.arg(), out.arg()]).unwrap();
+/// assert_eq!(out.to_vec().unwrap()[0], u32::MAX); // every lane of the warp agrees
+/// ```
 #[track_caller]
 pub fn match_all<T: MatchValue>(value: impl IntoVal<T>) -> (Val<u32>, Val<bool>) {
     let _op = op_scope("nv.match_all");
@@ -98,31 +130,103 @@ fn redux<T: ReduxValue>(name: &'static str, op: ReduxOp, value: Val<T>) -> Val<T
 }
 
 /// `redux.sync.add` over the full warp (every lane gets the sum).
+///
+/// ```
+/// use qd::prelude::*;
+/// let k = Kernel::range("count", 32, |k| {
+///     let a = k.array::<u32>("a");
+///     k.parallel_for(0, a.len(), |i| a.set(i, qd::nv::redux_add(a.get(i))));
+/// });
+/// let d = Device::cpu();
+/// let a = d.array_from(&(0..32).collect::<Vec<u32>>()).unwrap();
+/// d.launch(&k, &[a.arg()]).unwrap();
+/// assert_eq!(a.to_vec().unwrap(), [496; 32]); // the warp's sum, in every lane
+/// ```
 #[track_caller]
 pub fn redux_add<T: ReduxValue>(value: impl IntoVal<T>) -> Val<T> {
     redux("nv.redux_add", ReduxOp::Add, value.into_val())
 }
 /// `redux.sync.min` over the full warp.
+///
+/// ```
+/// use qd::prelude::*;
+/// let k = Kernel::range("lo", 32, |k| {
+///     let a = k.array::<i32>("a");
+///     k.parallel_for(0, a.len(), |i| a.set(i, qd::nv::redux_min(a.get(i))));
+/// });
+/// let d = Device::cpu();
+/// let a = d.array_from(&(0..32).map(|x| 10 - x).collect::<Vec<i32>>()).unwrap();
+/// d.launch(&k, &[a.arg()]).unwrap();
+/// assert_eq!(a.to_vec().unwrap()[0], -21);
+/// ```
 #[track_caller]
 pub fn redux_min<T: ReduxValue>(value: impl IntoVal<T>) -> Val<T> {
     redux("nv.redux_min", ReduxOp::Min, value.into_val())
 }
 /// `redux.sync.max` over the full warp.
+///
+/// ```
+/// use qd::prelude::*;
+/// let k = Kernel::range("hi", 32, |k| {
+///     let a = k.array::<u32>("a");
+///     k.parallel_for(0, a.len(), |i| a.set(i, qd::nv::redux_max(a.get(i))));
+/// });
+/// let d = Device::cpu();
+/// let a = d.array_from(&(0..32).map(|x| x * 7 % 32).collect::<Vec<u32>>()).unwrap();
+/// d.launch(&k, &[a.arg()]).unwrap();
+/// assert_eq!(a.to_vec().unwrap()[5], 31);
+/// ```
 #[track_caller]
 pub fn redux_max<T: ReduxValue>(value: impl IntoVal<T>) -> Val<T> {
     redux("nv.redux_max", ReduxOp::Max, value.into_val())
 }
 /// `redux.sync.and` over the full warp.
+///
+/// ```
+/// use qd::prelude::*;
+/// let k = Kernel::range("common_bits", 32, |k| {
+///     let a = k.array::<u32>("a");
+///     k.parallel_for(0, a.len(), |i| a.set(i, qd::nv::redux_and(a.get(i))));
+/// });
+/// let d = Device::cpu();
+/// let a = d.array_from(&(0..32).map(|x| 0xF0 | x).collect::<Vec<u32>>()).unwrap();
+/// d.launch(&k, &[a.arg()]).unwrap();
+/// assert_eq!(a.to_vec().unwrap()[0], 0xF0); // the bits every lane has
+/// ```
 #[track_caller]
 pub fn redux_and<T: ReduxValue>(value: impl IntoVal<T>) -> Val<T> {
     redux("nv.redux_and", ReduxOp::And, value.into_val())
 }
 /// `redux.sync.or` over the full warp.
+///
+/// ```
+/// use qd::prelude::*;
+/// let k = Kernel::range("any_bits", 32, |k| {
+///     let a = k.array::<u32>("a");
+///     k.parallel_for(0, a.len(), |i| a.set(i, qd::nv::redux_or(Val::constant(1u32) << a.get(i))));
+/// });
+/// let d = Device::cpu();
+/// let a = d.array_from(&(0..32).collect::<Vec<u32>>()).unwrap();
+/// d.launch(&k, &[a.arg()]).unwrap();
+/// assert_eq!(a.to_vec().unwrap()[0], u32::MAX);
+/// ```
 #[track_caller]
 pub fn redux_or<T: ReduxValue>(value: impl IntoVal<T>) -> Val<T> {
     redux("nv.redux_or", ReduxOp::Or, value.into_val())
 }
 /// `redux.sync.xor` over the full warp.
+///
+/// ```
+/// use qd::prelude::*;
+/// let k = Kernel::range("parity", 32, |k| {
+///     let a = k.array::<i32>("a");
+///     k.parallel_for(0, a.len(), |i| a.set(i, qd::nv::redux_xor(a.get(i))));
+/// });
+/// let d = Device::cpu();
+/// let a = d.array_from(&[[3i32; 31].as_slice(), &[5]].concat()).unwrap();
+/// d.launch(&k, &[a.arg()]).unwrap();
+/// assert_eq!(a.to_vec().unwrap()[0], 3 ^ 5); // 31 threes cancel to one
+/// ```
 #[track_caller]
 pub fn redux_xor<T: ReduxValue>(value: impl IntoVal<T>) -> Val<T> {
     redux("nv.redux_xor", ReduxOp::Xor, value.into_val())
@@ -130,6 +234,24 @@ pub fn redux_xor<T: ReduxValue>(value: impl IntoVal<T>) -> Val<T> {
 
 /// `elect.sync`: (the elected leader lane, whether this lane is it). The leader is the lowest
 /// active lane (sm_90).
+///
+/// ```
+/// use qd::prelude::*;
+/// // One lane per warp bumps a counter.
+/// let k = Kernel::range("leaders", 32, |k| {
+///     let n = k.array::<u32>("n");
+///     k.parallel_for(0, 128, |_| {
+///         let (_leader, me) = qd::nv::elect();
+///         if_(me, || {
+///             atomic_add(n.at(0), 1u32);
+///         });
+///     });
+/// });
+/// let d = Device::cpu();
+/// let n = d.zeros::<u32>(1).unwrap();
+/// d.launch(&k, &[n.arg()]).unwrap();
+/// assert_eq!(n.to_vec().unwrap(), [4]); // four warps
+/// ```
 #[track_caller]
 pub fn elect() -> (Val<u32>, Val<bool>) {
     let _op = op_scope("nv.elect");
@@ -140,6 +262,19 @@ pub fn elect() -> (Val<u32>, Val<bool>) {
 
 /// Reads an NVIDIA special register (seed 004's table): u32, or u64 for `%clock64`, `%globaltimer`
 /// and `%gridid`.
+///
+/// ```
+/// use qd::prelude::*;
+/// use qd::ir::NvSreg;
+/// let k = Kernel::range("ids", 32, |k| {
+///     let out = k.array::<u64>("out");
+///     k.parallel_for(0, out.len(), |i| out.set(i, qd::nv::sreg(NvSreg::Laneid)));
+/// });
+/// let d = Device::cpu();
+/// let out = d.zeros::<u64>(64).unwrap();
+/// d.launch(&k, &[out.arg()]).unwrap();
+/// assert_eq!(out.to_vec().unwrap()[33], 1);
+/// ```
 #[track_caller]
 pub fn sreg(reg: NvSreg) -> Val<u64> {
     let _op = op_scope("nv.sreg");
@@ -156,30 +291,93 @@ pub fn sreg(reg: NvSreg) -> Val<u64> {
 }
 
 /// `%laneid`.
+///
+/// ```
+/// use qd::prelude::*;
+/// let k = Kernel::range("lanes", 32, |k| {
+///     let out = k.array::<u32>("out");
+///     k.parallel_for(0, out.len(), |i| out.set(i, qd::nv::laneid()));
+/// });
+/// let d = Device::cpu();
+/// let out = d.zeros::<u32>(40).unwrap();
+/// d.launch(&k, &[out.arg()]).unwrap();
+/// assert_eq!(out.to_vec().unwrap()[35], 3);
+/// ```
 #[track_caller]
 pub fn laneid() -> Val<u32> {
     sreg(NvSreg::Laneid).cast()
 }
 
 /// `%warpid` (the warp's slot on its SM; not the warp index within the block).
+///
+/// ```
+/// use qd::prelude::*;
+/// let k = Kernel::explicit("warps", 128, |k| {
+///     let out = k.array::<u32>("out");
+///     out.set(block::thread_idx(), qd::nv::warpid());
+/// });
+/// let d = Device::cpu();
+/// let out = d.zeros::<u32>(128).unwrap();
+/// d.launch_grid(&k, 1, &[out.arg()]).unwrap();
+/// assert_eq!(out.to_vec().unwrap()[100], 3); // the emulator numbers the block's warps in order
+/// ```
 #[track_caller]
 pub fn warpid() -> Val<u32> {
     sreg(NvSreg::Warpid).cast()
 }
 
 /// `%lanemask_lt`: bits of the lanes below this one.
+///
+/// ```
+/// use qd::prelude::*;
+/// let k = Kernel::range("below", 32, |k| {
+///     let out = k.array::<u32>("out");
+///     k.parallel_for(0, out.len(), |i| out.set(i, qd::nv::lanemask_lt()));
+/// });
+/// let d = Device::cpu();
+/// let out = d.zeros::<u32>(32).unwrap();
+/// d.launch(&k, &[out.arg()]).unwrap();
+/// assert_eq!(out.to_vec().unwrap()[4], 0b1111);
+/// ```
 #[track_caller]
 pub fn lanemask_lt() -> Val<u32> {
     sreg(NvSreg::LanemaskLt).cast()
 }
 
 /// `%clock64`: the SM's cycle counter.
+///
+/// ```
+/// use qd::prelude::*;
+/// // Time a loop in clock ticks (nanoseconds on the emulator).
+/// let k = Kernel::explicit("ticks", 32, |k| {
+///     let out = k.array::<u64>("out");
+///     let start = qd::nv::clock64();
+///     let x = var(0u32);
+///     for_range(0, 100, |j| x.set(x.get() + j.cast::<u32>()));
+///     out.set(block::thread_idx(), qd::nv::clock64() - start + (x.get() * 0u32).cast::<u64>());
+/// });
+/// let d = Device::cpu();
+/// let out = d.zeros::<u64>(32).unwrap();
+/// d.launch_grid(&k, 1, &[out.arg()]).unwrap();
+/// assert!(out.to_vec().unwrap()[0] > 0);
+/// ```
 #[track_caller]
 pub fn clock64() -> Val<u64> {
     sreg(NvSreg::Clock64)
 }
 
 /// `%dynamic_smem_size`.
+///
+/// ```
+/// use qd::prelude::*;
+/// use qd::backend::{ptx::{lower_kernel, PtxTarget}, Target};
+/// let k = Kernel::explicit("smem", 32, |k| {
+///     let out = k.array::<u32>("out");
+///     out.set(block::thread_idx(), qd::nv::dynamic_smem_size());
+/// });
+/// let ir = k.trace(&Target::ptx(PtxTarget::sm(80))).unwrap();
+/// assert!(lower_kernel(&ir, &PtxTarget::sm(80)).unwrap().text.contains("%dynamic_smem_size"));
+/// ```
 #[track_caller]
 pub fn dynamic_smem_size() -> Val<u32> {
     sreg(NvSreg::DynamicSmemSize).cast()
@@ -205,6 +403,25 @@ fn mbarrier(
 }
 
 /// `mbarrier.init`: a barrier in shared memory expecting `count` arrivals per phase.
+///
+/// ```
+/// use qd::prelude::*;
+/// // A barrier for the 64 threads of the block: each arrives, then all wait for the phase.
+/// let k = Kernel::explicit("phase", 64, |k| {
+///     let out = k.array::<u32>("out");
+///     let bar = block::shared_array::<u64>(1);
+///     let t = block::thread_idx();
+///     if_(t.eq(0), || qd::nv::mbarrier_init(bar.at(0), 64u32));
+///     block::sync();
+///     qd::nv::mbarrier_arrive(bar.at(0));
+///     qd::nv::mbarrier_wait_parity(bar.at(0), 0u32);
+///     out.set(t, 1u32);
+/// });
+/// let d = Device::cpu();
+/// let out = d.zeros::<u32>(64).unwrap();
+/// d.launch_grid(&k, 1, &[out.arg()]).unwrap();
+/// assert_eq!(out.to_vec().unwrap(), [1; 64]);
+/// ```
 #[track_caller]
 pub fn mbarrier_init(bar: Elem<u64>, count: impl IntoVal<u32>) {
     let c = count.into_val();
@@ -212,12 +429,53 @@ pub fn mbarrier_init(bar: Elem<u64>, count: impl IntoVal<u32>) {
 }
 
 /// `mbarrier.arrive`: one arrival; returns the state token of the phase arrived at.
+///
+/// ```
+/// use qd::prelude::*;
+/// // Arrive, keep the token, and test it until the phase completes.
+/// let k = Kernel::explicit("tokens", 32, |k| {
+///     let out = k.array::<u32>("out");
+///     let bar = block::shared_array::<u64>(1);
+///     let t = block::thread_idx();
+///     if_(t.eq(0), || qd::nv::mbarrier_init(bar.at(0), 32u32));
+///     block::sync();
+///     let token = qd::nv::mbarrier_arrive(bar.at(0));
+///     while_(|| !qd::nv::mbarrier_test_wait(bar.at(0), token), || {});
+///     out.set(t, 2u32);
+/// });
+/// let d = Device::cpu();
+/// let out = d.zeros::<u32>(32).unwrap();
+/// d.launch_grid(&k, 1, &[out.arg()]).unwrap();
+/// assert_eq!(out.to_vec().unwrap(), [2; 32]);
+/// ```
 #[track_caller]
 pub fn mbarrier_arrive(bar: Elem<u64>) -> Val<u64> {
     Val::from_id(mbarrier("nv.mbarrier_arrive", NvOp::MbarrierArrive, bar, vec![], &[DType::U64])[0])
 }
 
 /// `mbarrier.arrive.noComplete`: `count` arrivals that must not complete the phase.
+///
+/// ```
+/// use qd::prelude::*;
+/// // Thread 0 counts 31 arrivals it knows about without completing the phase; the 32nd completes it.
+/// let k = Kernel::explicit("batch", 32, |k| {
+///     let out = k.array::<u32>("out");
+///     let bar = block::shared_array::<u64>(1);
+///     let t = block::thread_idx();
+///     if_(t.eq(0), || {
+///         qd::nv::mbarrier_init(bar.at(0), 32u32);
+///         qd::nv::mbarrier_arrive_no_complete(bar.at(0), 31u32);
+///         qd::nv::mbarrier_arrive(bar.at(0));
+///     });
+///     block::sync();
+///     qd::nv::mbarrier_wait_parity(bar.at(0), 0u32);
+///     out.set(t, 1u32);
+/// });
+/// let d = Device::cpu();
+/// let out = d.zeros::<u32>(32).unwrap();
+/// d.launch_grid(&k, 1, &[out.arg()]).unwrap();
+/// assert_eq!(out.to_vec().unwrap(), [1; 32]);
+/// ```
 #[track_caller]
 pub fn mbarrier_arrive_no_complete(bar: Elem<u64>, count: impl IntoVal<u32>) -> Val<u64> {
     let c = count.into_val();
@@ -227,6 +485,26 @@ pub fn mbarrier_arrive_no_complete(bar: Elem<u64>, count: impl IntoVal<u32>) -> 
 }
 
 /// `mbarrier.arrive.expect_tx`: expect `tx` more transaction bytes, then arrive.
+///
+/// ```
+/// use qd::prelude::*;
+/// // The phase completes once 32 arrivals and 128 transaction bytes are in.
+/// let k = Kernel::explicit("tx", 32, |k| {
+///     let out = k.array::<u32>("out");
+///     let bar = block::shared_array::<u64>(1);
+///     let t = block::thread_idx();
+///     if_(t.eq(0), || qd::nv::mbarrier_init(bar.at(0), 32u32));
+///     block::sync();
+///     if_else(t.eq(0), || { qd::nv::mbarrier_arrive_expect_tx(bar.at(0), 128u32); }, || { qd::nv::mbarrier_arrive(bar.at(0)); });
+///     if_(t.eq(1), || qd::nv::mbarrier_complete_tx(bar.at(0), 128u32)); // what a TMA copy would do
+///     qd::nv::mbarrier_wait_parity(bar.at(0), 0u32);
+///     out.set(t, 1u32);
+/// });
+/// let d = Device::cpu();
+/// let out = d.zeros::<u32>(32).unwrap();
+/// d.launch_grid(&k, 1, &[out.arg()]).unwrap();
+/// assert_eq!(out.to_vec().unwrap(), [1; 32]);
+/// ```
 #[track_caller]
 pub fn mbarrier_arrive_expect_tx(bar: Elem<u64>, tx: impl IntoVal<u32>) -> Val<u64> {
     let t = tx.into_val();
@@ -236,6 +514,18 @@ pub fn mbarrier_arrive_expect_tx(bar: Elem<u64>, tx: impl IntoVal<u32>) -> Val<u
 }
 
 /// `mbarrier.expect_tx`: the current phase waits for `tx` more transaction bytes.
+///
+/// ```
+/// use qd::prelude::*;
+/// use qd::backend::{ptx::{lower_kernel, PtxTarget}, Target};
+/// let k = Kernel::explicit("expect", 32, |_| {
+///     let bar = block::shared_array::<u64>(1);
+///     qd::nv::mbarrier_expect_tx(bar.at(0), 64u32);
+/// });
+/// let ir = k.trace(&Target::ptx(PtxTarget::sm(90))).unwrap();
+/// assert!(lower_kernel(&ir, &PtxTarget::sm(90)).unwrap().text.contains("mbarrier.expect_tx"));
+/// assert!(k.trace(&Target::ptx(PtxTarget::sm(80))).is_err()); // sm_90 and up
+/// ```
 #[track_caller]
 pub fn mbarrier_expect_tx(bar: Elem<u64>, tx: impl IntoVal<u32>) {
     let t = tx.into_val();
@@ -243,6 +533,17 @@ pub fn mbarrier_expect_tx(bar: Elem<u64>, tx: impl IntoVal<u32>) {
 }
 
 /// `mbarrier.complete_tx`: `tx` transaction bytes arrived.
+///
+/// ```
+/// use qd::prelude::*;
+/// use qd::backend::{ptx::{lower_kernel, PtxTarget}, Target};
+/// let k = Kernel::explicit("complete", 32, |_| {
+///     let bar = block::shared_array::<u64>(1);
+///     qd::nv::mbarrier_complete_tx(bar.at(0), 64u32);
+/// });
+/// let ir = k.trace(&Target::ptx(PtxTarget::sm(90))).unwrap();
+/// assert!(lower_kernel(&ir, &PtxTarget::sm(90)).unwrap().text.contains("mbarrier.complete_tx"));
+/// ```
 #[track_caller]
 pub fn mbarrier_complete_tx(bar: Elem<u64>, tx: impl IntoVal<u32>) {
     let t = tx.into_val();
@@ -250,12 +551,50 @@ pub fn mbarrier_complete_tx(bar: Elem<u64>, tx: impl IntoVal<u32>) {
 }
 
 /// `mbarrier.test_wait`: whether the phase of `token` has completed (does not block).
+///
+/// ```
+/// use qd::prelude::*;
+/// // Poll without blocking: count how often the phase was still open.
+/// let k = Kernel::explicit("poll", 32, |k| {
+///     let out = k.array::<u32>("out");
+///     let bar = block::shared_array::<u64>(1);
+///     let t = block::thread_idx();
+///     if_(t.eq(0), || qd::nv::mbarrier_init(bar.at(0), 32u32));
+///     block::sync();
+///     let token = qd::nv::mbarrier_arrive(bar.at(0));
+///     let polls = var(0u32);
+///     while_(|| !qd::nv::mbarrier_test_wait(bar.at(0), token), || polls.set(polls.get() + 1u32));
+///     out.set(t, qd::nv::mbarrier_test_wait(bar.at(0), token).cast::<u32>());
+/// });
+/// let d = Device::cpu();
+/// let out = d.zeros::<u32>(32).unwrap();
+/// d.launch_grid(&k, 1, &[out.arg()]).unwrap();
+/// assert_eq!(out.to_vec().unwrap(), [1; 32]);
+/// ```
 #[track_caller]
 pub fn mbarrier_test_wait(bar: Elem<u64>, token: Val<u64>) -> Val<bool> {
     Val::from_id(mbarrier("nv.mbarrier_test_wait", NvOp::MbarrierTestWait, bar, vec![token.id()], &[DType::Bool])[0])
 }
 
 /// `mbarrier.try_wait.parity`: whether the phase with parity `parity` (0 or 1) has completed.
+///
+/// ```
+/// use qd::prelude::*;
+/// let k = Kernel::explicit("try", 32, |k| {
+///     let out = k.array::<u32>("out");
+///     let bar = block::shared_array::<u64>(1);
+///     let t = block::thread_idx();
+///     if_(t.eq(0), || qd::nv::mbarrier_init(bar.at(0), 32u32));
+///     block::sync();
+///     qd::nv::mbarrier_arrive(bar.at(0));
+///     while_(|| !qd::nv::mbarrier_try_wait_parity(bar.at(0), 0u32), || {});
+///     out.set(t, 1u32);
+/// });
+/// let d = Device::cpu();
+/// let out = d.zeros::<u32>(32).unwrap();
+/// d.launch_grid(&k, 1, &[out.arg()]).unwrap();
+/// assert_eq!(out.to_vec().unwrap(), [1; 32]);
+/// ```
 #[track_caller]
 pub fn mbarrier_try_wait_parity(bar: Elem<u64>, parity: impl IntoVal<u32>) -> Val<bool> {
     let p = parity.into_val();
@@ -265,6 +604,27 @@ pub fn mbarrier_try_wait_parity(bar: Elem<u64>, parity: impl IntoVal<u32>) -> Va
 }
 
 /// Waits until the phase with parity `parity` completes: a `try_wait.parity` loop (seed 004's `wait`).
+///
+/// ```
+/// use qd::prelude::*;
+/// // Two phases: the barrier flips parity each time it completes.
+/// let k = Kernel::explicit("phases", 32, |k| {
+///     let out = k.array::<u32>("out");
+///     let bar = block::shared_array::<u64>(1);
+///     let t = block::thread_idx();
+///     if_(t.eq(0), || qd::nv::mbarrier_init(bar.at(0), 32u32));
+///     block::sync();
+///     qd::nv::mbarrier_arrive(bar.at(0));
+///     qd::nv::mbarrier_wait_parity(bar.at(0), 0u32);
+///     qd::nv::mbarrier_arrive(bar.at(0));
+///     qd::nv::mbarrier_wait_parity(bar.at(0), 1u32);
+///     out.set(t, 2u32);
+/// });
+/// let d = Device::cpu();
+/// let out = d.zeros::<u32>(32).unwrap();
+/// d.launch_grid(&k, 1, &[out.arg()]).unwrap();
+/// assert_eq!(out.to_vec().unwrap(), [2; 32]);
+/// ```
 #[track_caller]
 pub fn mbarrier_wait_parity(bar: Elem<u64>, parity: impl IntoVal<u32>) {
     // The loop's body is a closure, which `#[track_caller]` does not reach: the scope keeps the
@@ -275,6 +635,22 @@ pub fn mbarrier_wait_parity(bar: Elem<u64>, parity: impl IntoVal<u32>) {
 }
 
 /// `mbarrier.inval`: the barrier's memory may be reused.
+///
+/// ```
+/// use qd::prelude::*;
+/// use qd::backend::{ptx::{lower_kernel, PtxTarget}, Target};
+/// // Invalidate a barrier before its shared memory is reused for something else.
+/// let k = Kernel::explicit("inval", 32, |_| {
+///     let bar = block::shared_array::<u64>(1);
+///     if_(block::thread_idx().eq(0), || {
+///         qd::nv::mbarrier_init(bar.at(0), 1u32);
+///         qd::nv::mbarrier_inval(bar.at(0));
+///     });
+/// });
+/// Device::cpu().launch_grid(&k, 1, &[]).unwrap();
+/// let ir = k.trace(&Target::ptx(PtxTarget::sm(80))).unwrap();
+/// assert!(lower_kernel(&ir, &PtxTarget::sm(80)).unwrap().text.contains("mbarrier.inval"));
+/// ```
 #[track_caller]
 pub fn mbarrier_inval(bar: Elem<u64>) {
     mbarrier("nv.mbarrier_inval", NvOp::MbarrierInval, bar, vec![], &[]);
@@ -282,6 +658,17 @@ pub fn mbarrier_inval(bar: Elem<u64>) {
 
 /// A fence with any ordering (acquire/release split fences fall back to `fence.acq_rel` before
 /// sm_90, ptx.md §6).
+///
+/// ```
+/// use qd::prelude::*;
+/// use qd::backend::{ptx::{lower_kernel, PtxTarget}, Target};
+/// use qd::ir::{Ordering, Scope};
+/// // An acquire fence at block scope: `fence.acquire.cta` on sm_90, `fence.acq_rel.cta` before.
+/// let k = Kernel::explicit("acq", 32, |_| qd::nv::fence(Ordering::Acquire, Scope::Block));
+/// let ir = k.trace(&Target::ptx(PtxTarget::sm(90))).unwrap();
+/// assert!(lower_kernel(&ir, &PtxTarget::sm(90)).unwrap().text.contains("fence.acquire.cta"));
+/// Device::cpu().launch_grid(&k, 1, &[]).unwrap(); // a fence runs anywhere
+/// ```
 #[track_caller]
 pub fn fence(ordering: Ordering, scope: Scope) {
     let _op = op_scope("nv.fence");
@@ -294,6 +681,16 @@ pub fn fence(ordering: Ordering, scope: Scope) {
 
 /// A proxy fence, named by its PTX suffix: `alias`, `async`, `async.global`, `async.shared::cta`,
 /// `async.shared::cluster`, or `mbarrier_init` (`fence.mbarrier_init.release.cluster`).
+///
+/// ```
+/// use qd::prelude::*;
+/// use qd::backend::{ptx::{lower_kernel, PtxTarget}, Target};
+/// let k = Kernel::explicit("alias", 32, |_| qd::nv::proxy_fence("alias"));
+/// let ir = k.trace(&Target::ptx(PtxTarget::sm(80))).unwrap();
+/// assert!(lower_kernel(&ir, &PtxTarget::sm(80)).unwrap().text.contains("fence.proxy.alias"));
+/// let bad = Kernel::explicit("bad", 32, |_| qd::nv::proxy_fence("sideways"));
+/// assert!(bad.trace(&Target::ptx(PtxTarget::sm(80))).is_err()); // unknown proxy
+/// ```
 #[track_caller]
 pub fn proxy_fence(kind: &str) {
     let _op = op_scope("nv.proxy_fence");

@@ -247,11 +247,38 @@ pub struct Workspace {
 
 impl Workspace {
     /// An empty workspace for `device`, with the default [`Tuning`].
+    ///
+    /// ```
+    /// use qd::algorithms::{Operator, Workspace};
+    /// use qd::prelude::*;
+    /// let d = Device::cpu();
+    /// let mut ws = Workspace::new(&d);
+    /// assert_eq!(ws.bytes(), 0); // nothing until the first call
+    /// let x = d.array_from(&[1i32; 1000]).unwrap();
+    /// let sum = d.zeros::<i32>(1).unwrap();
+    /// ws.reduce(&x, &sum, &Operator::add()).unwrap();
+    /// assert_eq!(sum.to_vec().unwrap(), [1000]);
+    /// ```
     pub fn new(device: &Device) -> Workspace {
         Workspace::with_tuning(device, Tuning::default())
     }
 
     /// An empty workspace for `device` with `tuning`.
+    ///
+    /// ```
+    /// use qd::algorithms::{Operator, Tuning, Workspace};
+    /// use qd::prelude::*;
+    /// // Blocks of 64 threads, 4 items per thread: tiles of 256 elements.
+    /// let d = Device::cpu();
+    /// let mut ws = Workspace::with_tuning(&d, Tuning { block: Some(64), items: Some(4), ..Tuning::default() });
+    /// let x = d.array_from(&(0..1000).collect::<Vec<i32>>()).unwrap();
+    /// let y = d.zeros::<i32>(1000).unwrap();
+    /// ws.inclusive_scan(&x, &y, &Operator::add()).unwrap();
+    /// assert_eq!(y.to_vec().unwrap()[999], 999 * 1000 / 2);
+    /// // A block that is not a multiple of the subgroup width is refused, with the caller's line.
+    /// let mut bad = Workspace::with_tuning(&d, Tuning { block: Some(48), ..Tuning::default() });
+    /// assert!(bad.inclusive_scan(&x, &y, &Operator::add()).is_err());
+    /// ```
     pub fn with_tuning(device: &Device, tuning: Tuning) -> Workspace {
         Workspace {
             device: device.clone(),
@@ -265,27 +292,82 @@ impl Workspace {
     }
 
     /// The device the workspace runs on.
+    ///
+    /// ```
+    /// use qd::algorithms::Workspace;
+    /// use qd::prelude::*;
+    /// let ws = Workspace::new(&Device::from_name("cpu:sg16").unwrap());
+    /// assert_eq!(ws.device().name(), "cpu:sg16");
+    /// ```
     pub fn device(&self) -> &Device {
         &self.device
     }
 
     /// The tuning in use.
+    ///
+    /// ```
+    /// use qd::algorithms::{TileOrder, Tuning, Workspace};
+    /// use qd::prelude::*;
+    /// let ws = Workspace::with_tuning(&Device::cpu(), Tuning { order: TileOrder::BlockIdx, ..Tuning::default() });
+    /// assert_eq!(ws.tuning().order, TileOrder::BlockIdx);
+    /// assert_eq!(Workspace::new(&Device::cpu()).tuning(), Tuning::default());
+    /// ```
     pub fn tuning(&self) -> Tuning {
         self.tuning
     }
 
     /// Times every launch with [`Device::launch_timed`] (CUDA events where the device has them), for
     /// [`last_device_time`](Workspace::last_device_time).
+    ///
+    /// ```
+    /// use qd::algorithms::{Operator, Workspace};
+    /// use qd::prelude::*;
+    /// let d = Device::cpu();
+    /// let mut ws = Workspace::new(&d);
+    /// ws.set_timing(true);
+    /// let x = d.array_from(&[2.0f32; 4096]).unwrap();
+    /// let out = d.zeros::<f32>(1).unwrap();
+    /// ws.reduce(&x, &out, &Operator::add()).unwrap();
+    /// println!("the reduction ran for {:?}", ws.last_device_time());
+    /// ```
     pub fn set_timing(&mut self, on: bool) {
         self.timing = on;
     }
 
     /// With timing on, the time the last call's kernels ran (every algorithm is one launch).
+    ///
+    /// ```
+    /// use qd::algorithms::{Operator, Workspace};
+    /// use qd::prelude::*;
+    /// use std::time::Duration;
+    /// let d = Device::cpu();
+    /// let mut ws = Workspace::new(&d);
+    /// assert_eq!(ws.last_device_time(), Duration::ZERO); // timing is off by default
+    /// ws.set_timing(true);
+    /// let x = d.array_from(&[1u32; 512]).unwrap();
+    /// let y = d.zeros::<u32>(512).unwrap();
+    /// ws.exclusive_scan(&x, &y, &Operator::add()).unwrap();
+    /// assert!(ws.last_device_time() > Duration::ZERO);
+    /// ```
     pub fn last_device_time(&self) -> Duration {
         self.device_time
     }
 
     /// Bytes of device memory the workspace holds.
+    ///
+    /// ```
+    /// use qd::algorithms::{Operator, Workspace};
+    /// use qd::prelude::*;
+    /// let d = Device::cpu();
+    /// let mut ws = Workspace::new(&d);
+    /// let x = d.array_from(&vec![1i64; 1 << 14]).unwrap();
+    /// let y = d.zeros::<i64>(1 << 14).unwrap();
+    /// ws.inclusive_scan(&x, &y, &Operator::add()).unwrap();
+    /// let held = ws.bytes();
+    /// assert!(held > 0);
+    /// ws.inclusive_scan(&x, &y, &Operator::add()).unwrap();
+    /// assert_eq!(ws.bytes(), held); // reused, not reallocated
+    /// ```
     pub fn bytes(&self) -> usize {
         self.arrays.values().map(|a| held_bytes(a.as_ref())).sum()
     }
@@ -480,33 +562,83 @@ pub mod kernels {
     use crate::trace::{Int, Kernel, Scalar, Shuffle};
 
     /// [`Workspace::reduce`](super::Workspace::reduce)'s kernel.
+    ///
+    /// ```
+    /// use qd::algorithms::{kernels, Operator, Tuning};
+    /// use qd::prelude::*;
+    /// // The kernel a reduction launches, to read its IR (or emit it for a GPU).
+    /// let k = kernels::reduce(&Operator::<f32>::add(), &Tuning::default());
+    /// assert!(k.name().starts_with("qd_reduce"), "{}", k.name());
+    /// let ir = Device::cpu().trace(&k).unwrap();
+    /// println!("{}", qd::ir::print_kernel(&ir));
+    /// ```
     pub fn reduce<T: Shuffle>(op: &Operator<T>, tuning: &Tuning) -> Kernel {
         super::reduce::kernel(op, tuning).0
     }
 
     /// The kernel of [`Workspace::inclusive_scan`](super::Workspace::inclusive_scan) (or the
     /// exclusive one).
+    ///
+    /// ```
+    /// use qd::algorithms::{kernels, Operator, Tuning};
+    /// use qd::target::Target;
+    /// // The exclusive max-scan's kernel, traced for an AMD GPU (wave64, the decoupled fallback).
+    /// let k = kernels::scan(&Operator::<i32>::max(), false, &Tuning::default());
+    /// let ir = k.trace(&Target::amdgpu(qd::backend::amdgpu::AmdgpuArch::Gfx942)).unwrap();
+    /// assert_eq!(ir.subgroup_size, 64);
+    /// ```
     pub fn scan<T: Shuffle>(op: &Operator<T>, inclusive: bool, tuning: &Tuning) -> Kernel {
         scan::kernel(op, inclusive, tuning).0
     }
 
     /// [`Workspace::select_flagged`](super::Workspace::select_flagged)'s kernel for flags of `F`.
+    ///
+    /// ```
+    /// use qd::algorithms::{kernels, Tuning};
+    /// use qd::target::Target;
+    /// let k = kernels::select_flagged::<f32, u8>(&Tuning::default());
+    /// assert!(k.trace(&Target::metal()).is_ok());
+    /// ```
     pub fn select_flagged<T: Scalar, F: Int>(tuning: &Tuning) -> Kernel {
         select::flagged_kernel::<T, F>(tuning)
     }
 
     /// [`Workspace::select_if`](super::Workspace::select_if)'s kernel for `predicate`.
+    ///
+    /// ```
+    /// use qd::algorithms::{kernels, Predicate, Tuning};
+    /// use qd::prelude::*;
+    /// let positive = Predicate::new("positive", |v: Val<f64>| v.gt(0.0));
+    /// let k = kernels::select_if(&positive, &Tuning::default());
+    /// assert!(k.name().contains("positive"), "{}", k.name());
+    /// // f64 is refused where the target has none: while tracing, with the reason.
+    /// assert!(k.trace(&qd::target::Target::metal()).is_err());
+    /// ```
     pub fn select_if<T: Scalar>(predicate: &Predicate<T>, tuning: &Tuning) -> Kernel {
         select::if_kernel(predicate, tuning)
     }
 
     /// [`Workspace::reduce_by_key`](super::Workspace::reduce_by_key)'s kernel.
+    ///
+    /// ```
+    /// use qd::algorithms::{kernels, Operator, Tuning};
+    /// use qd::prelude::*;
+    /// let k = kernels::reduce_by_key::<u32, f32>(&Operator::add(), &Tuning::default());
+    /// assert!(Device::from_name("cpu:sg8").unwrap().trace(&k).is_ok());
+    /// ```
     pub fn reduce_by_key<K: Scalar, V: Shuffle>(op: &Operator<V>, tuning: &Tuning) -> Kernel {
         super::reduce_by_key::kernel::<K, V>(op, tuning).0
     }
 
     /// [`Workspace::histogram_even`](super::Workspace::histogram_even)'s kernel for these bins
     /// (`None` where the call would refuse them).
+    ///
+    /// ```
+    /// use qd::algorithms::{kernels, Tuning, MAX_BINS};
+    /// let k = kernels::histogram_even(16, 0.0f32, 1.0, &Tuning::default()).unwrap();
+    /// assert!(k.name().starts_with("qd_histogram"), "{}", k.name());
+    /// assert!(kernels::histogram_even(MAX_BINS + 1, 0.0f32, 1.0, &Tuning::default()).is_none());
+    /// ```
     pub fn histogram_even<T: Sample>(bins: u32, lower: T, upper: T, tuning: &Tuning) -> Option<Kernel> {
         histogram::even_kernel(bins, lower, upper, tuning)
     }

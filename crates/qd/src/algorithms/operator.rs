@@ -44,16 +44,45 @@ enum Kind<T: Shuffle> {
 
 impl<T: Shuffle> Operator<T> {
     /// `a + b` (wrapping for integers); identity 0.
+    ///
+    /// ```
+    /// use qd::algorithms::{reduce, Operator};
+    /// use qd::prelude::*;
+    /// let d = Device::cpu();
+    /// let x = d.array_from(&[0.5f32, 0.25, 0.25]).unwrap();
+    /// assert_eq!(reduce(&d, &x, &Operator::add()).unwrap(), 1.0);
+    /// assert_eq!(Operator::<f32>::add().identity(), 0.0);
+    /// ```
     pub fn add() -> Operator<T> {
         Operator { kind: Kind::Add }
     }
 
     /// `min(a, b)`; identity `T::MAX` (`+inf` for floats).
+    ///
+    /// ```
+    /// use qd::algorithms::{inclusive_scan, Operator};
+    /// use qd::prelude::*;
+    /// // Running minimum.
+    /// let d = Device::cpu();
+    /// let x = d.array_from(&[5i64, 3, 4, 1, 2]).unwrap();
+    /// let y = d.zeros::<i64>(5).unwrap();
+    /// inclusive_scan(&d, &x, &y, &Operator::min()).unwrap();
+    /// assert_eq!(y.to_vec().unwrap(), [5, 3, 3, 1, 1]);
+    /// ```
     pub fn min() -> Operator<T> {
         Operator { kind: Kind::Min }
     }
 
     /// `max(a, b)`; identity `T::MIN` (`-inf` for floats, 0 for unsigned integers).
+    ///
+    /// ```
+    /// use qd::algorithms::{reduce, Operator};
+    /// use qd::prelude::*;
+    /// let d = Device::cpu();
+    /// let x = d.array_from(&[3u32, 9, 2]).unwrap();
+    /// assert_eq!(reduce(&d, &x, &Operator::max()).unwrap(), 9);
+    /// assert_eq!(Operator::<u32>::max().identity(), 0); // the smallest u32
+    /// ```
     pub fn max() -> Operator<T> {
         Operator { kind: Kind::Max }
     }
@@ -64,6 +93,18 @@ impl<T: Shuffle> Operator<T> {
     /// `name` goes into the kernels' names (letters, digits and `_` are kept, anything else becomes
     /// `_`). The kernels are compiled once per operator value: clone an `Operator` to reuse its
     /// kernels, since two calls of `custom` give two operators even with the same name.
+    ///
+    /// ```
+    /// use qd::algorithms::{exclusive_scan, Operator};
+    /// use qd::prelude::*;
+    /// // A running bitwise or, with its identity 0.
+    /// let or = Operator::custom("or", 0u32, |a: Val<u32>, b: Val<u32>| a | b);
+    /// let d = Device::cpu();
+    /// let x = d.array_from(&[1u32, 4, 2, 8]).unwrap();
+    /// let y = d.zeros::<u32>(4).unwrap();
+    /// exclusive_scan(&d, &x, &y, &or).unwrap();
+    /// assert_eq!(y.to_vec().unwrap(), [0, 1, 5, 7]);
+    /// ```
     pub fn custom(
         name: &str,
         identity: T,
@@ -73,6 +114,13 @@ impl<T: Shuffle> Operator<T> {
     }
 
     /// The identity the operator was given (or the built-in one's).
+    ///
+    /// ```
+    /// use qd::algorithms::Operator;
+    /// assert_eq!(Operator::<i32>::min().identity(), i32::MAX);
+    /// assert_eq!(Operator::<f64>::max().identity(), f64::NEG_INFINITY);
+    /// assert_eq!(Operator::custom("mul", 1i32, |a, b| a * b).identity(), 1);
+    /// ```
     pub fn identity(&self) -> T {
         match &self.kind {
             Kind::Add => T::ZERO,
@@ -83,6 +131,12 @@ impl<T: Shuffle> Operator<T> {
     }
 
     /// `add`, `min`, `max` or the custom operator's name.
+    ///
+    /// ```
+    /// use qd::algorithms::Operator;
+    /// assert_eq!(Operator::<f32>::add().name(), "add");
+    /// assert_eq!(Operator::custom("sum of squares", 0u32, |a, b| a * a + b * b).name(), "sum of squares");
+    /// ```
     pub fn name(&self) -> &str {
         match &self.kind {
             Kind::Add => "add",

@@ -34,11 +34,29 @@ pub struct Predicate<T: Scalar> {
 impl<T: Scalar> Predicate<T> {
     /// The predicate `f`, traced into the kernel; `name` goes into the kernel's name. Its kernels
     /// are compiled once per predicate value (clone it to reuse them).
+    ///
+    /// ```
+    /// use qd::algorithms::{select_if, Predicate};
+    /// use qd::prelude::*;
+    /// let even = Predicate::new("even", |v: Val<i32>| (v % 2).eq(0));
+    /// let d = Device::cpu();
+    /// let x = d.array_from(&(0..10).collect::<Vec<i32>>()).unwrap();
+    /// let out = d.zeros::<i32>(10).unwrap();
+    /// let n = select_if(&d, &x, &out, &even).unwrap();
+    /// assert_eq!(out.to_vec().unwrap()[..n], [0, 2, 4, 6, 8]);
+    /// ```
     pub fn new(name: &str, f: impl Fn(Val<T>) -> Val<bool> + Send + Sync + 'static) -> Predicate<T> {
         Predicate { name: name.to_string(), f: Arc::new(f) }
     }
 
     /// The name it was given.
+    ///
+    /// ```
+    /// use qd::algorithms::Predicate;
+    /// use qd::prelude::*;
+    /// let p = Predicate::new("small", |v: Val<f32>| v.abs().lt(1.0f32));
+    /// assert_eq!(p.name(), "small");
+    /// ```
     pub fn name(&self) -> &str {
         &self.name
     }

@@ -51,6 +51,17 @@ pub fn cluster_sync() {
 }
 
 /// `%cluster_ctarank`: this CTA's rank within its cluster (sm_90).
+///
+/// ```
+/// use qd::prelude::*;
+/// use qd::backend::{ptx::{lower_kernel, PtxTarget}, Target};
+/// let k = Kernel::explicit("rank", 32, |k| {
+///     let out = k.array::<u32>("out");
+///     out.set(block::global_thread_idx(), qd::nv::cluster_ctarank());
+/// });
+/// let ir = k.trace(&Target::ptx(PtxTarget::sm(90))).unwrap();
+/// assert!(lower_kernel(&ir, &PtxTarget::sm(90)).unwrap().text.contains("%cluster_ctarank"));
+/// ```
 #[track_caller]
 pub fn cluster_ctarank() -> Val<u32> {
     sreg(NvSreg::ClusterCtarank).cast()
@@ -60,6 +71,19 @@ pub fn cluster_ctarank() -> Val<u32> {
 /// `rank`: `mapa.shared::cluster` finds that CTA's copy of `bar`, then
 /// `mbarrier.arrive.release.cluster.shared::cluster.b64 _` arrives on it (the state token of a
 /// remote arrive is discarded, as PTX requires). CUDA-only (sm_90).
+///
+/// ```
+/// use qd::prelude::*;
+/// use qd::backend::{ptx::{lower_kernel, PtxTarget}, Target};
+/// // Arrive on the barrier of the cluster's block 0 (its shared memory, through `mapa`).
+/// let k = Kernel::explicit("remote", 32, |_| {
+///     let bar = block::shared_array::<u64>(1);
+///     qd::nv::mbarrier_arrive_cluster(bar.at(0), 0u32);
+/// });
+/// let ir = k.trace(&Target::ptx(PtxTarget::sm(90))).unwrap();
+/// let ptx = lower_kernel(&ir, &PtxTarget::sm(90)).unwrap().text;
+/// assert!(ptx.contains("mapa") && ptx.contains("mbarrier.arrive"));
+/// ```
 #[track_caller]
 pub fn mbarrier_arrive_cluster(bar: Elem<u64>, rank: impl IntoVal<u32>) {
     let r = rank.into_val();
@@ -69,6 +93,18 @@ pub fn mbarrier_arrive_cluster(bar: Elem<u64>, rank: impl IntoVal<u32>) {
 /// `mbarrier.try_wait.parity.acquire.cluster`: whether the phase with parity `parity` of this
 /// CTA's barrier `bar` has completed, acquiring what the (possibly remote) arrivals released.
 /// CUDA-only (sm_90).
+///
+/// ```
+/// use qd::prelude::*;
+/// use qd::backend::{ptx::{lower_kernel, PtxTarget}, Target};
+/// let k = Kernel::explicit("poll", 32, |k| {
+///     let out = k.array::<u32>("out");
+///     let bar = block::shared_array::<u64>(1);
+///     out.set(block::thread_idx(), qd::nv::mbarrier_try_wait_parity_cluster(bar.at(0), 0u32).cast::<u32>());
+/// });
+/// let ir = k.trace(&Target::ptx(PtxTarget::sm(90))).unwrap();
+/// assert!(lower_kernel(&ir, &PtxTarget::sm(90)).unwrap().text.contains("mbarrier.try_wait.parity"));
+/// ```
 #[track_caller]
 pub fn mbarrier_try_wait_parity_cluster(bar: Elem<u64>, parity: impl IntoVal<u32>) -> Val<bool> {
     let p = parity.into_val();
@@ -78,6 +114,18 @@ pub fn mbarrier_try_wait_parity_cluster(bar: Elem<u64>, parity: impl IntoVal<u32
 
 /// Waits until the phase with parity `parity` of `bar` completes, acquiring at cluster scope: a
 /// [`mbarrier_try_wait_parity_cluster`] loop. CUDA-only (sm_90).
+///
+/// ```
+/// use qd::prelude::*;
+/// use qd::backend::{ptx::{lower_kernel, PtxTarget}, Target};
+/// let k = Kernel::explicit("wait", 32, |_| {
+///     let bar = block::shared_array::<u64>(1);
+///     qd::nv::mbarrier_wait_parity_cluster(bar.at(0), 0u32);
+/// });
+/// let ir = k.trace(&Target::ptx(PtxTarget::sm(90))).unwrap();
+/// assert!(lower_kernel(&ir, &PtxTarget::sm(90)).unwrap().text.contains(".cluster"));
+/// assert!(k.trace(&Target::ptx(PtxTarget::sm(80))).is_err());
+/// ```
 #[track_caller]
 pub fn mbarrier_wait_parity_cluster(bar: Elem<u64>, parity: impl IntoVal<u32>) {
     let _op = op_scope("nv.mbarrier_wait_parity_cluster");

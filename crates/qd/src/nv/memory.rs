@@ -172,6 +172,20 @@ pub fn atomic_exch_b128(
 /// `atom.cas.b128` (sm_90): where the 16-byte pair `pair` of `array` equals `expected` (low,
 /// high), stores `desired`, as one atomic access (relaxed, device scope); returns the old pair.
 /// Layout and alignment as [`atomic_exch_b128`]; CUDA-only.
+///
+/// ```
+/// use qd::prelude::*;
+/// use qd::backend::{ptx::{lower_kernel, PtxTarget}, Target};
+/// // Swap pair 0 for (3, 4) where it still holds (1, 2): one 16-byte compare-and-swap.
+/// let k = Kernel::explicit("cas128", 32, |k| {
+///     let a = k.array::<u64>("a");
+///     let one = (Val::constant(1u64), Val::constant(2u64));
+///     let (lo, hi) = qd::nv::atomic_cas_b128(a, 0u32, one, (Val::constant(3u64), Val::constant(4u64)));
+///     a.set(2, lo + hi);
+/// });
+/// let ir = k.trace(&Target::ptx(PtxTarget::sm(90))).unwrap();
+/// assert!(lower_kernel(&ir, &PtxTarget::sm(90)).unwrap().text.contains("atom.cas.b128"));
+/// ```
 #[track_caller]
 pub fn atomic_cas_b128(
     array: Array<u64>,
@@ -224,12 +238,41 @@ pub fn atomic_add_f16x2(word: Elem<u32>, value: impl IntoVal<u32>) -> Val<u32> {
 
 /// `atom.add.noftz.bf16x2` (sm_90): as [`atomic_add_f16x2`] for two packed bf16 (pack with
 /// [`pack_bf16x2`]).
+///
+/// ```
+/// use qd::prelude::*;
+/// let k = Kernel::range("bhalves", 32, |k| {
+///     let w = k.array::<u32>("w");
+///     k.parallel_for(0, 4, |_| {
+///         let step = qd::nv::pack_bf16x2(BF16::from_f32(1.0), BF16::from_f32(-2.0));
+///         qd::nv::atomic_add_bf16x2(w.at(0), step);
+///     });
+/// });
+/// let d = Device::cpu();
+/// let w = d.zeros::<u32>(1).unwrap();
+/// d.launch(&k, &[w.arg()]).unwrap();
+/// let bits = w.to_vec().unwrap()[0];
+/// assert_eq!(f32::from_bits((bits & 0xFFFF) << 16), 4.0);
+/// assert_eq!(f32::from_bits(bits & 0xFFFF_0000), -8.0);
+/// ```
 #[track_caller]
 pub fn atomic_add_bf16x2(word: Elem<u32>, value: impl IntoVal<u32>) -> Val<u32> {
     packed_add("nv.atomic_add_bf16x2", PackedHalf::BF16x2, word, value.into_val())
 }
 
 /// Two f16 as the u32 word the packed atomics take: `lo` in bits 0..16, `hi` in 16..32.
+///
+/// ```
+/// use qd::prelude::*;
+/// let k = Kernel::range("pack", 32, |k| {
+///     let out = k.array::<u32>("out");
+///     k.parallel_for(0, 1, |i| out.set(i, qd::nv::pack_f16x2(F16::from_f32(1.0), F16::from_f32(-2.0))));
+/// });
+/// let d = Device::cpu();
+/// let out = d.zeros::<u32>(1).unwrap();
+/// d.launch(&k, &[out.arg()]).unwrap();
+/// assert_eq!(out.to_vec().unwrap(), [0xC000_3C00]); // high half -2.0, low half 1.0
+/// ```
 #[track_caller]
 pub fn pack_f16x2(lo: impl IntoVal<crate::trace::F16>, hi: impl IntoVal<crate::trace::F16>) -> Val<u32> {
     let (lo, hi) = (lo.into_val().bit_cast::<u16>(), hi.into_val().bit_cast::<u16>());
@@ -237,6 +280,18 @@ pub fn pack_f16x2(lo: impl IntoVal<crate::trace::F16>, hi: impl IntoVal<crate::t
 }
 
 /// Two bf16 as the u32 word the packed atomics take: `lo` in bits 0..16, `hi` in 16..32.
+///
+/// ```
+/// use qd::prelude::*;
+/// let k = Kernel::range("bpack", 32, |k| {
+///     let out = k.array::<u32>("out");
+///     k.parallel_for(0, 1, |i| out.set(i, qd::nv::pack_bf16x2(BF16::from_f32(1.0), BF16::from_f32(2.0))));
+/// });
+/// let d = Device::cpu();
+/// let out = d.zeros::<u32>(1).unwrap();
+/// d.launch(&k, &[out.arg()]).unwrap();
+/// assert_eq!(out.to_vec().unwrap(), [0x4000_3F80]);
+/// ```
 #[track_caller]
 pub fn pack_bf16x2(lo: impl IntoVal<crate::trace::BF16>, hi: impl IntoVal<crate::trace::BF16>) -> Val<u32> {
     let (lo, hi) = (lo.into_val().bit_cast::<u16>(), hi.into_val().bit_cast::<u16>());
@@ -282,6 +337,16 @@ pub fn fence_sync_restrict(ordering: Ordering) {
 /// `fence.proxy.async::generic.release.sync_restrict::shared::cta.cluster`: order generic-proxy
 /// accesses to shared memory with the async proxy (TMA, `cp.async.bulk`) across the cluster.
 /// CUDA-only.
+///
+/// ```
+/// use qd::prelude::*;
+/// use qd::backend::{ptx::{lower_kernel, PtxTarget}, Target};
+/// use qd::ir::Ordering;
+/// let k = Kernel::explicit("async", 32, |_| qd::nv::proxy_async_fence(Ordering::Acquire));
+/// let ir = k.trace(&Target::ptx(PtxTarget::sm(90))).unwrap();
+/// assert!(lower_kernel(&ir, &PtxTarget::sm(90)).unwrap().text.contains("fence.proxy.async::generic.acquire"));
+/// assert!(Device::cpu().trace(&k).is_err()); // CUDA-only: the emulator has no proxies
+/// ```
 #[track_caller]
 pub fn proxy_async_fence(ordering: Ordering) {
     let _op = op_scope("nv.proxy_async_fence");
@@ -304,6 +369,15 @@ fn tensormap_scope(name: &str, scope: Scope) -> bool {
 
 /// `fence.proxy.tensormap::generic.release.<scope>` (sm_90, PTX 8.3): generic-proxy writes to a
 /// tensor map before it are visible to the tensormap proxy (TMA) at `scope`. CUDA-only.
+///
+/// ```
+/// use qd::prelude::*;
+/// use qd::backend::{ptx::{lower_kernel, PtxTarget}, Target};
+/// use qd::ir::Scope;
+/// let k = Kernel::explicit("tm_release", 32, |_| qd::nv::tensormap_fence_release(Scope::Device));
+/// let ir = k.trace(&Target::ptx(PtxTarget::sm(90))).unwrap();
+/// assert!(lower_kernel(&ir, &PtxTarget::sm(90)).unwrap().text.contains("fence.proxy.tensormap::generic.release"));
+/// ```
 #[track_caller]
 pub fn tensormap_fence_release(scope: Scope) {
     let _op = op_scope("nv.tensormap_fence_release");
@@ -349,6 +423,20 @@ pub fn tensormap_fence_acquire<T: Scalar>(elem: Elem<T>, scope: Scope) {
 /// kernel that copies tensor maps is aligned to 128 bytes) to
 /// `dst` (an element of a kernel array, 128-byte aligned) and releases it to the tensormap proxy
 /// at `scope`. Every thread of the warp executes it together (`.sync.aligned`). CUDA-only.
+///
+/// ```
+/// use qd::prelude::*;
+/// use qd::backend::{ptx::{lower_kernel, PtxTarget}, Target};
+/// use qd::ir::Scope;
+/// // Publish a tensor map built in shared memory to global memory for the TMA.
+/// let k = Kernel::explicit("publish_map", 32, |k| {
+///     let maps = k.array::<u64>("maps");
+///     let staged = block::shared_array::<u64>(16); // 128 bytes
+///     qd::nv::tensormap_copy_fence(maps.at(0), staged.at(0), Scope::Device);
+/// });
+/// let ir = k.trace(&Target::ptx(PtxTarget::sm(90))).unwrap();
+/// assert!(lower_kernel(&ir, &PtxTarget::sm(90)).unwrap().text.contains("tensormap.cp_fenceproxy"));
+/// ```
 #[track_caller]
 pub fn tensormap_copy_fence<T: Scalar>(dst: Elem<T>, src: Elem<T>, scope: Scope) {
     let name = "nv.tensormap_copy_fence";

@@ -39,6 +39,19 @@ pub fn redux_min_f32(value: impl IntoVal<f32>) -> Val<f32> {
 }
 
 /// `redux.sync.max.f32` over the full warp (sm_100a/sm_103a; see [`redux_min_f32`]).
+///
+/// ```
+/// use qd::prelude::*;
+/// use qd::backend::{ptx::{lower_kernel, PtxTarget}, Target};
+/// // Float redux.sync exists on sm_100a-class GPUs only.
+/// let k = Kernel::range("fmax", 32, |k| {
+///     let a = k.array::<f32>("a");
+///     k.parallel_for(0, a.len(), |i| a.set(i, qd::nv::redux_max_f32(a.get(i))));
+/// });
+/// let ir = k.trace(&Target::ptx(PtxTarget::arch_specific(100))).unwrap();
+/// assert!(lower_kernel(&ir, &PtxTarget::arch_specific(100)).unwrap().text.contains("redux.sync.max"));
+/// assert!(k.trace(&Target::ptx(PtxTarget::sm(90))).is_err());
+/// ```
 #[track_caller]
 pub fn redux_max_f32(value: impl IntoVal<f32>) -> Val<f32> {
     redux_f32("nv.redux_max_f32", ReduxFloatOp::Max, value.into_val())
@@ -46,6 +59,17 @@ pub fn redux_max_f32(value: impl IntoVal<f32>) -> Val<f32> {
 
 /// `redux.sync.min.abs.NaN.f32`: the smallest magnitude over the full warp, NaN when any lane
 /// holds NaN (sm_100a/sm_103a; see [`redux_min_f32`]).
+///
+/// ```
+/// use qd::prelude::*;
+/// use qd::backend::{ptx::{lower_kernel, PtxTarget}, Target};
+/// let k = Kernel::range("fminabs", 32, |k| {
+///     let a = k.array::<f32>("a");
+///     k.parallel_for(0, a.len(), |i| a.set(i, qd::nv::redux_min_abs_nan_f32(a.get(i))));
+/// });
+/// let ir = k.trace(&Target::ptx(PtxTarget::arch_specific(100))).unwrap();
+/// assert!(lower_kernel(&ir, &PtxTarget::arch_specific(100)).unwrap().text.contains(".abs.NaN"));
+/// ```
 #[track_caller]
 pub fn redux_min_abs_nan_f32(value: impl IntoVal<f32>) -> Val<f32> {
     redux_f32("nv.redux_min_abs_nan_f32", ReduxFloatOp::MinAbsNan, value.into_val())
@@ -53,6 +77,17 @@ pub fn redux_min_abs_nan_f32(value: impl IntoVal<f32>) -> Val<f32> {
 
 /// `redux.sync.max.abs.NaN.f32`: the largest magnitude, NaN when any lane holds NaN
 /// (sm_100a/sm_103a; see [`redux_min_f32`]).
+///
+/// ```
+/// use qd::prelude::*;
+/// use qd::backend::{ptx::{lower_kernel, PtxTarget}, Target};
+/// let k = Kernel::range("fmaxabs", 32, |k| {
+///     let a = k.array::<f32>("a");
+///     k.parallel_for(0, a.len(), |i| a.set(i, qd::nv::redux_max_abs_nan_f32(a.get(i))));
+/// });
+/// let ir = k.trace(&Target::ptx(PtxTarget::arch_specific(100))).unwrap();
+/// assert!(lower_kernel(&ir, &PtxTarget::arch_specific(100)).unwrap().text.contains("redux.sync.max"));
+/// ```
 #[track_caller]
 pub fn redux_max_abs_nan_f32(value: impl IntoVal<f32>) -> Val<f32> {
     redux_f32("nv.redux_max_abs_nan_f32", ReduxFloatOp::MaxAbsNan, value.into_val())

@@ -37,6 +37,21 @@ pub enum Arg {
 
 impl Arg {
     /// A scalar argument.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// let k = Kernel::range("fill", 32, |k| {
+    ///     let a = k.array::<f64>("a");
+    ///     let v = k.scalar::<f64>("v");
+    ///     k.parallel_for(0, a.len(), |i| a.set(i, v));
+    /// });
+    /// let d = Device::cpu();
+    /// let a = d.zeros::<f64>(3).unwrap();
+    /// d.launch(&k, &[a.arg(), Arg::scalar(0.25f64)]).unwrap();
+    /// assert_eq!(a.to_vec().unwrap(), [0.25; 3]);
+    /// // The scalar's type must match the parameter's.
+    /// assert!(d.launch(&k, &[a.arg(), Arg::scalar(1i32)]).is_err());
+    /// ```
     pub fn scalar<T: Scalar>(x: T) -> Arg {
         Arg::Scalar(T::DTYPE, x.to_bits())
     }
@@ -50,26 +65,63 @@ pub struct ArrayHandle {
 
 impl ArrayHandle {
     /// Element type.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// use qd::ir::DType;
+    /// let a = Device::cpu().zeros::<u16>(4).unwrap();
+    /// let Arg::Array(handle) = a.arg() else { unreachable!() };
+    /// assert_eq!(handle.dtype(), DType::U16);
+    /// ```
     pub fn dtype(&self) -> DType {
         self.storage.dtype()
     }
 
     /// Element count.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// let a = Device::cpu().zeros::<i32>(9).unwrap();
+    /// let Arg::Array(handle) = a.arg() else { unreachable!() };
+    /// assert_eq!(handle.len(), 9);
+    /// ```
     pub fn len(&self) -> usize {
         self.storage.len()
     }
 
     /// True when empty.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// let a = Device::cpu().zeros::<i32>(0).unwrap();
+    /// let Arg::Array(handle) = a.arg() else { unreachable!() };
+    /// assert!(handle.is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// Where the array lives: `cpu` (any emulator device), `cuda:N` or `vulkan:N`.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// let a = Device::from_name("cpu:sg8").unwrap().zeros::<i32>(1).unwrap();
+    /// let Arg::Array(handle) = a.arg() else { unreachable!() };
+    /// assert_eq!(handle.device(), "cpu"); // any emulator device
+    /// ```
     pub fn device(&self) -> String {
         self.storage.device()
     }
 
     /// The emulator buffer, for arrays of the CPU backend.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// let a = Device::cpu().array_from(&[5u32, 6]).unwrap();
+    /// let Arg::Array(handle) = a.arg() else { unreachable!() };
+    /// let buffer = handle.cpu_buffer().unwrap(); // the emulator's cells
+    /// assert_eq!(buffer.to_bits(), [5, 6]);
+    /// ```
     pub fn cpu_buffer(&self) -> Option<&Arc<crate::backend::cpu::Buffer>> {
         self.storage_as::<super::cpu::CpuArray>().map(|a| &a.0)
     }
@@ -100,12 +152,27 @@ impl<T: Scalar> DeviceArray<T> {
     }
 
     /// Copies the contents back to the host.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// let a = Device::cpu().array_from(&[1i64, -1]).unwrap();
+    /// assert_eq!(a.to_vec().unwrap(), [1, -1]);
+    /// ```
     pub fn to_vec(&self) -> Result<Vec<T>> {
         Ok(self.handle.storage.read_bits()?.into_iter().map(T::from_bits).collect())
     }
 
     /// Overwrites the contents; `data` must have the array's length (else [`Error::HostCopy`],
     /// naming the array, both lengths and the caller's line).
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// let d = Device::cpu();
+    /// let a = d.zeros::<f32>(2).unwrap();
+    /// a.write(&[1.0, 2.0]).unwrap();
+    /// assert_eq!(a.to_vec().unwrap(), [1.0, 2.0]);
+    /// assert!(a.write(&[1.0]).is_err()); // the length must match
+    /// ```
     #[track_caller]
     pub fn write(&self, data: &[T]) -> Result<()> {
         if data.len() != self.len() {
@@ -120,16 +187,38 @@ impl<T: Scalar> DeviceArray<T> {
     }
 
     /// Element count.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// assert_eq!(Device::cpu().zeros::<u8>(300).unwrap().len(), 300);
+    /// ```
     pub fn len(&self) -> usize {
         self.handle.len()
     }
 
     /// True when empty.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// assert!(Device::cpu().zeros::<u8>(0).unwrap().is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.handle.is_empty()
     }
 
     /// This array as a kernel argument.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// let k = Kernel::range("neg", 32, |k| {
+    ///     let a = k.array::<i32>("a");
+    ///     k.parallel_for(0, a.len(), |i| a.set(i, -a.get(i)));
+    /// });
+    /// let d = Device::cpu();
+    /// let a = d.array_from(&[1i32, -2]).unwrap();
+    /// d.launch(&k, &[a.arg()]).unwrap(); // the array as the kernel's argument (no copy)
+    /// assert_eq!(a.to_vec().unwrap(), [-1, 2]);
+    /// ```
     pub fn arg(&self) -> Arg {
         Arg::Array(self.handle.clone())
     }

@@ -159,21 +159,69 @@ impl std::fmt::Debug for CompiledKernel {
 
 impl CompiledKernel {
     /// The traced IR.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// let k = Kernel::range("ir", 32, |k| {
+    ///     let a = k.array::<i32>("a");
+    ///     k.parallel_for(0, a.len(), |i| a.set(i, i));
+    /// });
+    /// let compiled = Device::cpu().compile(&k).unwrap();
+    /// let ir = compiled.kernel(); // the IR as traced for this device
+    /// assert_eq!((ir.block_dim, ir.subgroup_size), (32, 32));
+    /// println!("{}", qd::ir::print_kernel(ir));
+    /// ```
     pub fn kernel(&self) -> &crate::ir::Kernel {
         self.exec.kernel()
     }
 
     /// The emulator's program (CPU devices).
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// let k = Kernel::range("prog", 32, |k| {
+    ///     let a = k.array::<i32>("a");
+    ///     k.parallel_for(0, a.len(), |i| a.set(i, i));
+    /// });
+    /// let compiled = Device::cpu().compile(&k).unwrap();
+    /// assert!(compiled.cpu_program().is_some()); // the emulator's program
+    /// assert!(compiled.ptx().is_none() && compiled.spirv().is_none());
+    /// ```
     pub fn cpu_program(&self) -> Option<&crate::backend::cpu::Program> {
         self.exec.cpu_program()
     }
 
     /// The PTX that was loaded (CUDA devices).
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// // The PTX a CUDA device loaded; the emulator has none. `qd::backend::ptx` prints it for any kernel.
+    /// let k = Kernel::range("p", 32, |k| {
+    ///     let a = k.array::<i32>("a");
+    ///     k.parallel_for(0, a.len(), |i| a.set(i, i));
+    /// });
+    /// let device = Device::from_name("cuda").unwrap_or_else(|_| Device::cpu());
+    /// let compiled = device.compile(&k).unwrap();
+    /// if let Some(ptx) = compiled.ptx() {
+    ///     assert!(ptx.text.contains(".entry"));
+    /// }
+    /// ```
     pub fn ptx(&self) -> Option<&PtxCode> {
         self.exec.ptx()
     }
 
     /// The SPIR-V that was loaded (Vulkan devices).
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// // The SPIR-V a Vulkan device loaded (the emulator has none).
+    /// let k = Kernel::range("s", 32, |k| {
+    ///     let a = k.array::<i32>("a");
+    ///     k.parallel_for(0, a.len(), |i| a.set(i, i));
+    /// });
+    /// let compiled = Device::cpu().compile(&k).unwrap();
+    /// assert!(compiled.spirv().is_none());
+    /// ```
     pub fn spirv(&self) -> Option<&SpirvCode> {
         self.exec.spirv()
     }
@@ -200,11 +248,30 @@ impl Device {
     }
 
     /// The CPU emulator with 32-lane subgroups.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// let d = Device::cpu();
+    /// assert_eq!((d.name(), d.subgroup_size()), ("cpu", 32));
+    /// let a = d.array_from(&[1u8, 2, 3]).unwrap();
+    /// assert_eq!(a.to_vec().unwrap(), [1, 2, 3]);
+    /// ```
     pub fn cpu() -> Device {
         Device::cpu_with(32, crate::backend::cpu::Options::default()).expect("32 is a valid subgroup size")
     }
 
     /// The CPU emulator with `subgroup_size` lanes (4, 8, 16, 32 or 64) and the given options.
+    ///
+    /// ```
+    /// use qd::backend::cpu::Options;
+    /// use qd::prelude::*;
+    /// use std::time::Duration;
+    /// // 8-lane subgroups, strict mode, a shorter hang timeout.
+    /// let options = Options { strict: true, hang_timeout: Duration::from_millis(500), ..Options::default() };
+    /// let d = Device::cpu_with(8, options).unwrap();
+    /// assert_eq!(d.subgroup_size(), 8);
+    /// assert!(Device::cpu_with(12, Options::default()).is_err()); // 4, 8, 16, 32 or 64 lanes
+    /// ```
     pub fn cpu_with(subgroup_size: u32, options: crate::backend::cpu::Options) -> Result<Device> {
         if !cpu::SUBGROUP_SIZES.contains(&subgroup_size) {
             return Err(Error::Unavailable {
@@ -221,6 +288,18 @@ impl Device {
     /// take the library paths that target takes and are refused what it lacks
     /// (`cpu:sg64@amdgpu:gfx942`, `cpu:sg32@metal`; see [`Target::wearing`]). Pass
     /// `Options { strict: true, .. }` to also poison implementation-defined results.
+    ///
+    /// ```
+    /// use qd::backend::amdgpu::AmdgpuArch;
+    /// use qd::backend::cpu::Options;
+    /// use qd::prelude::*;
+    /// use qd::target::Target;
+    /// // The emulator with an AMD GPU's features and 64-lane wavefronts.
+    /// let d = Device::cpu_wearing(&Target::amdgpu(AmdgpuArch::Gfx942), Options::default()).unwrap();
+    /// assert_eq!(d.name(), "cpu:sg64@amdgpu:gfx942");
+    /// assert_eq!(d.subgroup_size(), 64);
+    /// assert!(!d.target().limits().block_forward_progress); // as on the AMD GPU
+    /// ```
     pub fn cpu_wearing(target: &Target, options: crate::backend::cpu::Options) -> Result<Device> {
         let sg = target.subgroup_size();
         if !cpu::SUBGROUP_SIZES.contains(&sg) {
@@ -247,6 +326,20 @@ impl Device {
     /// An emulator name may end in `+weak` or `+weak=SEED` (`cpu:sg32+weak`, `cpu@metal+weak=7`):
     /// the weak-memory mode of D26 ([`Memory::Weak`](crate::backend::cpu::Memory::Weak), seed 0
     /// unless given), where a kernel that leaves out a fence can fail.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// assert_eq!(Device::from_name("cpu").unwrap().subgroup_size(), 32);
+    /// assert_eq!(Device::from_name("cpu:sg16").unwrap().name(), "cpu:sg16");
+    /// assert_eq!(Device::from_name("cpu@metal").unwrap().name(), "cpu:sg32@metal");
+    /// assert_eq!(Device::from_name("cpu:sg8+weak=3").unwrap().name(), "cpu:sg8+weak=3");
+    /// // A GPU that is not there is an error, never a panic.
+    /// match Device::from_name("cuda:7") {
+    ///     Ok(d) => println!("{}", d.describe()),
+    ///     Err(e) => println!("{e}"),
+    /// }
+    /// assert!(matches!(Device::from_name("tpu"), Err(QdError::Unavailable { .. })));
+    /// ```
     pub fn from_name(name: &str) -> Result<Device> {
         let unavailable = |reason: &str| Error::Unavailable { backend: name.to_string(), reason: reason.to_string() };
         let (name, memory) = split_memory(name).map_err(|reason| unavailable(&reason))?;
@@ -292,33 +385,77 @@ impl Device {
     }
 
     /// The device's name (`cpu`, `cpu:sg8`, `cuda:0`, `vulkan:0`, ...).
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// assert_eq!(Device::from_name("cpu:sg64").unwrap().name(), "cpu:sg64");
+    /// ```
     pub fn name(&self) -> &str {
         &self.inner.name
     }
 
     /// The target kernels are traced for.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// use qd::target::Feature;
+    /// let d = Device::from_name("cpu@metal").unwrap();
+    /// let t = d.target();
+    /// assert_eq!(t.name(), "cpu:sg32@metal");
+    /// assert!(!t.has(Feature::BarrierReduce)); // Metal builds block::sync_*_nonzero from a counter
+    /// ```
     pub fn target(&self) -> &Target {
         &self.inner.target
     }
 
     /// Subgroup width (usable on the host to size blocks).
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// let d = Device::from_name("cpu:sg4").unwrap();
+    /// assert_eq!(d.subgroup_size(), 4);
+    /// ```
     pub fn subgroup_size(&self) -> u32 {
         self.inner.target.subgroup_size()
     }
 
     /// What this device is: model, compute capability or Vulkan version, driver, SM count, subgroup
     /// size, shared memory.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// let info = Device::cpu().info();
+    /// assert_eq!(info.subgroup_size, 32);
+    /// assert!(!info.device_timer); // the emulator times with the host clock
+    /// assert_eq!(info.loop_iteration_limit, None);
+    /// println!("{info}");
+    /// ```
     pub fn info(&self) -> DeviceInfo {
         self.inner.runtime.info(&self.inner.name, &self.inner.target)
     }
 
     /// One line for `qd info`: [`info`](Device::info) as text.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// let text = Device::from_name("cpu:sg8").unwrap().describe();
+    /// assert!(text.starts_with("cpu:sg8"), "{text}");
+    /// ```
     pub fn describe(&self) -> String {
         self.info().to_string()
     }
 
     /// Copies `data` to a new device array (checked first by
     /// [`check_allocation`](Device::check_allocation)).
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// let d = Device::cpu();
+    /// let a = d.array_from(&[1.5f64, -2.0]).unwrap();
+    /// assert_eq!((a.len(), a.to_vec().unwrap()), (2, vec![1.5, -2.0]));
+    /// let flags = d.array_from(&[true, false]).unwrap(); // bool: one byte per element
+    /// assert_eq!(flags.to_vec().unwrap(), [true, false]);
+    /// ```
     pub fn array_from<T: Scalar>(&self, data: &[T]) -> Result<DeviceArray<T>> {
         self.check_allocation(T::DTYPE, data.len())?;
         let bits: Vec<u64> = data.iter().map(|x| x.to_bits()).collect();
@@ -326,6 +463,15 @@ impl Device {
     }
 
     /// A new zero-filled device array (checked first by [`check_allocation`](Device::check_allocation)).
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// let d = Device::cpu();
+    /// let a = d.zeros::<i16>(1000).unwrap();
+    /// assert!(a.to_vec().unwrap().iter().all(|&x| x == 0));
+    /// // More than the machine can hold is an error, not an abort.
+    /// assert!(matches!(d.zeros::<f64>(1 << 60), Err(QdError::Allocation { .. })));
+    /// ```
     pub fn zeros<T: Scalar>(&self, len: usize) -> Result<DeviceArray<T>> {
         self.check_allocation(T::DTYPE, len)?;
         Ok(DeviceArray::from_storage(self.inner.runtime.alloc(T::DTYPE, len, None)?))
@@ -369,6 +515,20 @@ impl Device {
     ///
     /// The in-memory cache is keyed by the closure's identity, the name and the block size; a miss
     /// records its [`CompileStats`] (see [`compile_stats`](Device::compile_stats)).
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// // Compile ahead of the first launch (launch would do it too); a second call hits the cache.
+    /// let k = Kernel::range("inc", 32, |k| {
+    ///     let a = k.array::<i32>("a");
+    ///     k.parallel_for(0, a.len(), |i| a.set(i, a.get(i) + 1));
+    /// });
+    /// let d = Device::cpu();
+    /// let first = d.compile(&k).unwrap();
+    /// let again = d.compile(&k).unwrap();
+    /// assert!(std::sync::Arc::ptr_eq(&first, &again));
+    /// assert_eq!(first.kernel().name, "inc");
+    /// ```
     #[track_caller]
     pub fn compile(&self, kernel: &Kernel) -> Result<Arc<CompiledKernel>> {
         let start = Instant::now();
@@ -394,12 +554,39 @@ impl Device {
     }
 
     /// Where the time of this device's last compile went (the last in-memory cache miss).
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// let k = Kernel::range("timed", 32, |k| {
+    ///     let a = k.array::<i32>("a");
+    ///     k.parallel_for(0, a.len(), |i| a.set(i, 0));
+    /// });
+    /// let d = Device::cpu();
+    /// assert!(d.compile_stats().is_none());
+    /// d.compile(&k).unwrap();
+    /// let stats = d.compile_stats().unwrap();
+    /// assert_eq!(stats.kernel, "timed");
+    /// assert!(stats.total >= stats.trace);
+    /// ```
     pub fn compile_stats(&self) -> Option<CompileStats> {
         lock(&self.inner.last_compile).clone()
     }
 
     /// Forgets every compiled kernel of this device (the disk cache stays), so the next launch
     /// compiles again: for measuring compile latency.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// let k = Kernel::range("again", 32, |k| {
+    ///     let a = k.array::<i32>("a");
+    ///     k.parallel_for(0, a.len(), |i| a.set(i, 1));
+    /// });
+    /// let d = Device::cpu();
+    /// let first = d.compile(&k).unwrap();
+    /// d.clear_cache();
+    /// let second = d.compile(&k).unwrap(); // traced and lowered again
+    /// assert!(!std::sync::Arc::ptr_eq(&first, &second));
+    /// ```
     pub fn clear_cache(&self) {
         self.inner.cache.clear();
     }
@@ -409,6 +596,15 @@ impl Device {
     /// Compiled kernels of that name are dropped from the in-memory cache.
     ///
     /// On a device of another backend this is an [`Error::Launch`].
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// use qd::runtime::PtxCode;
+    /// // Only a CUDA device runs PTX: elsewhere the override is refused.
+    /// let code = PtxCode { text: String::new(), entry: "k".into(), shared_bytes: 0, params: vec![] };
+    /// let err = Device::cpu().override_ptx("k", code).unwrap_err();
+    /// assert!(matches!(err, QdError::Launch { .. }), "{err}");
+    /// ```
     pub fn override_ptx(&self, kernel_name: &str, code: PtxCode) -> Result<()> {
         let Some(overrides) = self.inner.runtime.ptx_overrides() else {
             return Err(Error::Launch {
@@ -426,6 +622,15 @@ impl Device {
     /// SPIR-V. Compiled kernels of that name are dropped from the in-memory cache.
     ///
     /// On a device of another backend this is an [`Error::Launch`].
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// use qd::runtime::SpirvCode;
+    /// // Only a Vulkan device runs SPIR-V: elsewhere the override is refused.
+    /// let code = SpirvCode { words: vec![], entry: "main".into(), workgroup_size: 32, params: vec![], shared_bytes: 0 };
+    /// let err = Device::cpu().override_spirv("k", code).unwrap_err();
+    /// assert!(matches!(err, QdError::Launch { .. }), "{err}");
+    /// ```
     pub fn override_spirv(&self, kernel_name: &str, code: SpirvCode) -> Result<()> {
         let Some(overrides) = self.inner.runtime.spirv_overrides() else {
             return Err(Error::Launch {
@@ -439,6 +644,18 @@ impl Device {
     }
 
     /// Traces `kernel` for this device and returns the IR (for dumps and tests).
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// // The IR this device would run, without running it; trace errors come back as `Error::Trace`.
+    /// let k = Kernel::range("tiles", 32, |k| {
+    ///     let a = k.array::<i32>("a");
+    ///     k.parallel_for(0, a.len(), |i| a.set(i, subgroup::reduce_all_add_tiled(a.get(i), 5)));
+    /// });
+    /// assert!(Device::from_name("cpu:sg32").unwrap().trace(&k).is_ok());
+    /// let err = Device::from_name("cpu:sg16").unwrap().trace(&k).unwrap_err();
+    /// assert!(matches!(err, QdError::Trace(_)), "{err}"); // a 32-lane tile on 16-lane subgroups
+    /// ```
     #[track_caller]
     pub fn trace(&self, kernel: &Kernel) -> Result<crate::ir::Kernel> {
         Ok(kernel.trace(&self.inner.target)?)
@@ -448,6 +665,23 @@ impl Device {
     ///
     /// A launch or argument error ([`Error::Launch`], [`Error::Argument`]) ends with the caller's
     /// line, `(the launch at file:line:col)`; so do those of the other launch calls.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// let k = Kernel::range("axpy", 64, |k| {
+    ///     let a = k.scalar::<f32>("a");
+    ///     let x = k.array::<f32>("x");
+    ///     let y = k.array::<f32>("y");
+    ///     k.parallel_for(0, x.len(), |i| y.set(i, a * x.get(i) + y.get(i)));
+    /// });
+    /// let d = Device::cpu();
+    /// let (x, y) = (d.array_from(&[1.0f32, 2.0]).unwrap(), d.array_from(&[0.5f32, 0.5]).unwrap());
+    /// d.launch(&k, &[Arg::scalar(3.0f32), x.arg(), y.arg()]).unwrap();
+    /// assert_eq!(y.to_vec().unwrap(), [3.5, 6.5]);
+    /// // A missing argument is an error naming it.
+    /// let err = d.launch(&k, &[Arg::scalar(3.0f32), x.arg()]).unwrap_err();
+    /// assert!(matches!(err, QdError::Argument { .. } | QdError::Launch { .. }), "{err}");
+    /// ```
     #[track_caller]
     pub fn launch(&self, kernel: &Kernel, args: &[Arg]) -> Result<()> {
         let site = crate::ir::SrcLoc::caller();
@@ -470,6 +704,18 @@ impl Device {
     }
 
     /// Launches an explicit kernel on `grid` blocks of its `block_dim` threads.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// let k = Kernel::explicit("blocks", 32, |k| {
+    ///     let out = k.array::<i32>("out");
+    ///     if_(block::thread_idx().eq(0), || out.set(block::block_idx(), block::grid_dim()));
+    /// });
+    /// let d = Device::cpu();
+    /// let out = d.zeros::<i32>(5).unwrap();
+    /// d.launch_grid(&k, 5, &[out.arg()]).unwrap();
+    /// assert_eq!(out.to_vec().unwrap(), [5; 5]);
+    /// ```
     #[track_caller]
     pub fn launch_grid(&self, kernel: &Kernel, grid: Grid, args: &[Arg]) -> Result<()> {
         let site = crate::ir::SrcLoc::caller();
@@ -496,6 +742,19 @@ impl Device {
     /// `grid` must be a multiple of `cluster`, and `cluster` at most 8 (the portable cluster size);
     /// other devices have no clusters. Errors are those of [`launch_grid`](Device::launch_grid),
     /// plus [`Error::Launch`] for a cluster size that does not fit.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// // Clusters exist on CUDA (sm_90) only: other devices refuse a cluster launch.
+    /// let k = Kernel::explicit("clustered", 32, |k| {
+    ///     let out = k.array::<i32>("out");
+    ///     out.set(block::global_thread_idx(), 1);
+    /// });
+    /// let d = Device::cpu();
+    /// let out = d.zeros::<i32>(128).unwrap();
+    /// assert!(d.launch_cluster(&k, 4, 2, &[out.arg()]).is_err());
+    /// d.launch_grid(&k, 4, &[out.arg()]).unwrap(); // the same grid without clusters
+    /// ```
     #[track_caller]
     pub fn launch_cluster(&self, kernel: &Kernel, grid: Grid, cluster: u32, args: &[Arg]) -> Result<()> {
         let site = crate::ir::SrcLoc::caller();
@@ -540,6 +799,19 @@ impl Device {
     /// Compiling is never timed: the first call compiles (or finds the kernel in the caches) before
     /// the clock starts. Errors are those of [`launch`](Device::launch) and
     /// [`launch_grid`](Device::launch_grid), plus [`Error::Driver`] for a failed event call.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// let k = Kernel::range("busy", 64, |k| {
+    ///     let a = k.array::<f32>("a");
+    ///     k.parallel_for(0, a.len(), |i| a.set(i, a.get(i).sqrt()));
+    /// });
+    /// let d = Device::cpu();
+    /// let a = d.array_from(&vec![4.0f32; 1024]).unwrap();
+    /// let took = d.launch_timed(&k, None, &[a.arg()]).unwrap(); // `None`: a range kernel's own grid
+    /// assert!(took.as_nanos() > 0);
+    /// assert_eq!(a.to_vec().unwrap()[0], 2.0);
+    /// ```
     #[track_caller]
     pub fn launch_timed(&self, kernel: &Kernel, grid: Option<Grid>, args: &[Arg]) -> Result<Duration> {
         let site = crate::ir::SrcLoc::caller();
@@ -575,6 +847,16 @@ impl Device {
     /// the compiled kernel's registers, shared memory and block size (CUDA); `None` on backends that
     /// do not say (the CPU emulator, Vulkan). Compiles the kernel first, like a launch. For sizing
     /// grids that should fill the device in one wave.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// let k = Kernel::explicit("k", 256, |k| {
+    ///     let a = k.array::<i32>("a");
+    ///     a.set(block::global_thread_idx(), 0);
+    /// });
+    /// // The CUDA driver answers from registers and shared memory; the emulator does not say.
+    /// assert_eq!(Device::cpu().max_active_blocks_per_multiprocessor(&k).unwrap(), None);
+    /// ```
     pub fn max_active_blocks_per_multiprocessor(&self, kernel: &Kernel) -> Result<Option<u32>> {
         let compiled = self.compile(kernel)?;
         self.inner.runtime.max_active_blocks(compiled.exec.as_ref())

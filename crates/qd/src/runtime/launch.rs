@@ -14,6 +14,20 @@ pub const RANGE_GRID_CAP: u32 = 65_535;
 /// are the launch's arguments, already checked against the parameters. A bound that cannot be
 /// computed is an [`Error::Launch`] saying why and where: the op that divides by zero, or the
 /// device-only value (an id, a load, a variable) it depends on, with the user's line.
+///
+/// ```
+/// use qd::prelude::*;
+/// // The range a launch would cover, computed on the host as `Device::launch` does.
+/// let k = Kernel::range("inner", 32, |k| {
+///     let a = k.array::<i32>("a");
+///     let pad = k.scalar::<i32>("pad");
+///     k.parallel_for(pad, a.len() - pad, |i| a.set(i, 1));
+/// });
+/// let d = Device::cpu();
+/// let ir = d.trace(&k).unwrap();
+/// let a = d.zeros::<i32>(10).unwrap();
+/// assert_eq!(qd::runtime::range_bounds(&ir, &[a.arg(), Arg::scalar(2i32)]).unwrap(), (2, 8));
+/// ```
 pub fn range_bounds(k: &Kernel, args: &[Arg]) -> Result<(i32, i32)> {
     // Each top-level value: its bits, or why the host cannot know them.
     let mut vals: HashMap<ValueId, std::result::Result<u64, String>> = HashMap::new();

@@ -100,6 +100,14 @@ pub type Grid = u32;
 ///
 /// A listed Vulkan device may still be unusable (too old, missing subgroup operations):
 /// [`Device::from_name`] says why.
+///
+/// ```
+/// let names = qd::runtime::available_devices();
+/// assert_eq!(&names[..5], ["cpu", "cpu:sg4", "cpu:sg8", "cpu:sg16", "cpu:sg64"]);
+/// for gpu in &names[5..] {
+///     println!("also here: {gpu}"); // cuda:N, vulkan:N, ... found on this machine
+/// }
+/// ```
 pub fn available_devices() -> Vec<String> {
     let mut names = vec!["cpu".to_string()];
     names.extend(cpu::SUBGROUP_SIZES.iter().filter(|&&sg| sg != 32).map(|sg| format!("cpu:sg{sg}")));

@@ -87,6 +87,14 @@ impl super::Device {
     /// not know, or with a wavefront size it cannot run, this is [`Error::Unavailable`](super::Error::Unavailable) with the
     /// reason; in a build without the feature [`Error::BackendNotBuilt`](super::Error::BackendNotBuilt). Not yet run on AMD
     /// hardware by this project.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// match Device::amdgpu(0) {
+    ///     Ok(gpu) => assert_eq!(gpu.subgroup_size(), 64), // wave64
+    ///     Err(e) => println!("{e}"), // without ROCm: where it looked for libamdhip64
+    /// }
+    /// ```
     pub fn amdgpu(ordinal: u32) -> super::Result<super::Device> {
         let name = format!("amdgpu:{ordinal}");
         let runtime = open(ordinal, &name)?;

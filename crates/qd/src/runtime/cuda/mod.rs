@@ -109,6 +109,15 @@ pub struct CudaOptions {
 impl CudaOptions {
     /// From the environment: `QD_CUDA_CUBIN_CACHE` (on when set to anything but empty or `0`),
     /// `QD_CACHE_DISABLE` (wins over it) and `QD_CACHE_DIR` (else `~/.cache/qd`).
+    ///
+    /// ```
+    /// use qd::runtime::CudaOptions;
+    /// let options = CudaOptions::from_env();
+    /// // `QD_CACHE_DISABLE=1` turns the disk cache off; `QD_CACHE_DIR` moves it.
+    /// println!("disk cache {} in {:?}", options.disk_cache, options.cache_dir);
+    /// let private = CudaOptions { cache_dir: Some(std::env::temp_dir().join("my-cubins")), ..options };
+    /// assert!(private.cache_dir.is_some());
+    /// ```
     pub fn from_env() -> CudaOptions {
         let cubins = std::env::var_os(CUBIN_CACHE_VAR).is_some_and(|v| !v.is_empty() && v != "0");
         CudaOptions { disk_cache: cubins && !disk_cache::disabled_by_env(), cache_dir: disk_cache::dir_from_env() }
@@ -148,11 +157,30 @@ impl super::Device {
     /// Without a driver (no `libcuda`), with no such device, or when the driver fails to start,
     /// this is [`Error::Unavailable`](super::Error::Unavailable) with the reason; in a build without the `cuda` feature it is
     /// [`Error::BackendNotBuilt`](super::Error::BackendNotBuilt).
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// match Device::cuda(0) {
+    ///     Ok(gpu) => println!("{}", gpu.describe()),
+    ///     // No driver or GPU (`Unavailable`), or a build without the `cuda` feature (`BackendNotBuilt`).
+    ///     Err(e) => assert!(matches!(e, QdError::Unavailable { .. } | QdError::BackendNotBuilt { .. }), "{e}"),
+    /// }
+    /// ```
     pub fn cuda(ordinal: u32) -> super::Result<super::Device> {
         super::Device::cuda_with(ordinal, CudaOptions::from_env())
     }
 
     /// CUDA device `ordinal` with explicit options (e.g. a private cache folder).
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// use qd::runtime::CudaOptions;
+    /// // A device whose cubins never touch the disk.
+    /// let options = CudaOptions { disk_cache: false, ..CudaOptions::from_env() };
+    /// if let Ok(gpu) = Device::cuda_with(0, options) {
+    ///     println!("{} (no disk cache: {:?})", gpu.describe(), gpu.info().cache_dir);
+    /// }
+    /// ```
     pub fn cuda_with(ordinal: u32, options: CudaOptions) -> super::Result<super::Device> {
         let name = format!("cuda:{ordinal}");
         let runtime = open(ordinal, &options, &name)?;

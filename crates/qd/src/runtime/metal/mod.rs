@@ -63,6 +63,14 @@ impl super::Device {
     /// The Metal device (`metal:0`, the system default): macOS with the `metal` cargo feature only.
     /// Elsewhere [`Error::Unavailable`](super::Error::Unavailable) (Metal runs on macOS only); on macOS without the feature
     /// [`Error::BackendNotBuilt`](super::Error::BackendNotBuilt). Not yet run on Apple hardware by this project.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// match Device::metal(0) {
+    ///     Ok(mac) => assert_eq!(mac.subgroup_size(), 32),
+    ///     Err(e) => println!("{e}"), // "Metal runs on macOS only" elsewhere
+    /// }
+    /// ```
     pub fn metal(ordinal: u32) -> super::Result<super::Device> {
         let name = format!("metal:{ordinal}");
         let runtime = open(ordinal, &name)?;

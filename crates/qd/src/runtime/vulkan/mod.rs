@@ -202,6 +202,14 @@ impl super::Device {
     /// the reason and, where something is missing, how to install it; in a build without the
     /// `vulkan` feature it is [`Error::BackendNotBuilt`](super::Error::BackendNotBuilt). Every `Device` naming the same ordinal
     /// shares one logical device, so arrays move freely between them.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// match Device::vulkan(0) {
+    ///     Ok(device) => println!("{} (subgroups of {})", device.describe(), device.subgroup_size()),
+    ///     Err(e) => println!("no Vulkan device: {e}"), // the reason, e.g. what to install
+    /// }
+    /// ```
     pub fn vulkan(ordinal: u32) -> super::Result<super::Device> {
         super::Device::vulkan_with(ordinal, VulkanOptions::from_env())
     }
