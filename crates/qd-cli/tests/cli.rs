@@ -329,6 +329,8 @@ fn bench_rejects_what_it_cannot_run() {
     let o = qd(&["bench", "reduce", "--backend", "cuda:99"]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("not available"), "{}", stderr(&o));
-    let o = qd(&["bench", "sort"]);
+    // The sort bench takes one --log2n (several sizes go through --sizes).
+    let o = qd(&["bench", "sort", "--log2n", "8..10"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--log2n takes one N"), "{}", stderr(&o));
 }
