@@ -228,6 +228,16 @@ impl CompiledKernel {
 
     /// Registers per thread of the code the driver made (CUDA: `CU_FUNC_ATTRIBUTE_NUM_REGS`);
     /// `None` on other devices.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// let k = Kernel::range("s", 32, |k| {
+    ///     let a = k.array::<i32>("a");
+    ///     k.parallel_for(0, a.len(), |i| a.set(i, i));
+    /// });
+    /// // The emulator has no registers to count.
+    /// assert_eq!(Device::cpu().compile(&k).unwrap().registers(), None);
+    /// ```
     pub fn registers(&self) -> Option<u32> {
         self.exec.registers()
     }
@@ -866,6 +876,15 @@ impl Device {
     /// recorded, staged copies, device memory reserved), to check that repeated launches reuse what
     /// they made; `None` on runtimes that do not count (all but Vulkan). Every [`Device`] naming
     /// the same Vulkan ordinal shares one logical device, so they share the counts.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// let d = Device::from_name("vulkan").unwrap_or_else(|_| Device::cpu());
+    /// match d.counters() {
+    ///     Some(c) => println!("{} launches so far: {c:?}", d.name()),
+    ///     None => assert_eq!(d.name(), "cpu"), // the emulator does not count
+    /// }
+    /// ```
     pub fn counters(&self) -> Option<RuntimeCounters> {
         self.inner.runtime.counters()
     }

@@ -26,14 +26,67 @@ pub trait RadixBits: Int + Shuffle + sealed::Sealed {
     const BITS: u32;
 
     /// `(bits >> shift) & mask` as a u32 (`shift < BITS`).
+    ///
+    /// ```
+    /// use qd::algorithms::sort::RadixBits;
+    /// use qd::prelude::*;
+    ///
+    /// // The second byte of each 64-bit word.
+    /// let k = Kernel::range("digit", 32, |k| {
+    ///     let a = k.array::<u64>("a");
+    ///     let out = k.array::<u32>("out");
+    ///     k.parallel_for(0, a.len(), |i| out.set(i, u64::digit(a.get(i), Val::constant(8u32), Val::constant(0xffu32))));
+    /// });
+    /// let d = Device::cpu();
+    /// let a = d.array_from(&[0x1234u64, 0xab00_0000_0000_cd00]).unwrap();
+    /// let out = d.zeros::<u32>(2).unwrap();
+    /// d.launch(&k, &[a.arg(), out.arg()]).unwrap();
+    /// assert_eq!(out.to_vec().unwrap(), [0x12, 0xcd]);
+    /// ```
     #[track_caller]
     fn digit(bits: Val<Self>, shift: Val<u32>, mask: Val<u32>) -> Val<u32>;
 
     /// The word as 32-bit halves, low first (one for `u32`).
+    ///
+    /// ```
+    /// use qd::algorithms::sort::RadixBits;
+    /// use qd::prelude::*;
+    ///
+    /// let k = Kernel::range("halves", 32, |k| {
+    ///     let a = k.array::<u64>("a");
+    ///     let lo = k.array::<u32>("lo");
+    ///     let hi = k.array::<u32>("hi");
+    ///     k.parallel_for(0, a.len(), |i| {
+    ///         let words = u64::to_words(a.get(i));
+    ///         lo.set(i, words[0]);
+    ///         hi.set(i, words[1]);
+    ///     });
+    /// });
+    /// let d = Device::cpu();
+    /// let a = d.array_from(&[0x0000_0001_0000_0002u64]).unwrap();
+    /// let (lo, hi) = (d.zeros::<u32>(1).unwrap(), d.zeros::<u32>(1).unwrap());
+    /// d.launch(&k, &[a.arg(), lo.arg(), hi.arg()]).unwrap();
+    /// assert_eq!((lo.to_vec().unwrap()[0], hi.to_vec().unwrap()[0]), (2, 1));
+    /// ```
     #[track_caller]
     fn to_words(bits: Val<Self>) -> Vec<Val<u32>>;
 
     /// The inverse of [`RadixBits::to_words`].
+    ///
+    /// ```
+    /// use qd::algorithms::sort::RadixBits;
+    /// use qd::prelude::*;
+    ///
+    /// // Splits and joins again: every word comes back unchanged.
+    /// let k = Kernel::range("round_trip", 32, |k| {
+    ///     let a = k.array::<u64>("a");
+    ///     k.parallel_for(0, a.len(), |i| a.set(i, u64::from_words(&u64::to_words(a.get(i)))));
+    /// });
+    /// let d = Device::cpu();
+    /// let a = d.array_from(&[u64::MAX, 0x8000_0000_0000_0001]).unwrap();
+    /// d.launch(&k, &[a.arg()]).unwrap();
+    /// assert_eq!(a.to_vec().unwrap(), [u64::MAX, 0x8000_0000_0000_0001]);
+    /// ```
     #[track_caller]
     fn from_words(words: &[Val<u32>]) -> Val<Self>;
 }
@@ -77,10 +130,35 @@ pub trait SortKey: Num + sealed::Sealed {
     type Bits: RadixBits;
 
     /// Traces the key's ordered bits: unsigned words in the key's order (see the module docs).
+    ///
+    /// ```
+    /// use qd::algorithms::sort::SortKey;
+    /// use qd::prelude::*;
+    ///
+    /// let k = Kernel::range("ordered", 32, |k| {
+    ///     let a = k.array::<i32>("a");
+    ///     let out = k.array::<u32>("out");
+    ///     k.parallel_for(0, a.len(), |i| out.set(i, i32::ordered(a.get(i))));
+    /// });
+    /// let d = Device::cpu();
+    /// let a = d.array_from(&[-1i32, 0, 1]).unwrap();
+    /// let out = d.zeros::<u32>(3).unwrap();
+    /// d.launch(&k, &[a.arg(), out.arg()]).unwrap();
+    /// // Unsigned order is the signed order: the sign bit is flipped.
+    /// assert_eq!(out.to_vec().unwrap(), [0x7fff_ffff, 0x8000_0000, 0x8000_0001]);
+    /// ```
     #[track_caller]
     fn ordered(key: Val<Self>) -> Val<Self::Bits>;
 
     /// The same on the host (what the tests and the fallback check against).
+    ///
+    /// ```
+    /// use qd::algorithms::sort::SortKey;
+    ///
+    /// assert!((-0.0f32).ordered_host() < 0.0f32.ordered_host());
+    /// assert!(f32::INFINITY.ordered_host() < f32::NAN.ordered_host());
+    /// assert!((-2i64).ordered_host() < 3i64.ordered_host());
+    /// ```
     fn ordered_host(self) -> u64;
 }
 
@@ -183,10 +261,42 @@ pub trait SortValue: Num + sealed::Sealed {
     type Bits: RadixBits;
 
     /// Traces the value's bits.
+    ///
+    /// ```
+    /// use qd::algorithms::sort::SortValue;
+    /// use qd::prelude::*;
+    ///
+    /// let k = Kernel::range("value_bits", 32, |k| {
+    ///     let a = k.array::<f32>("a");
+    ///     let out = k.array::<u32>("out");
+    ///     k.parallel_for(0, a.len(), |i| out.set(i, f32::to_radix_bits(a.get(i))));
+    /// });
+    /// let d = Device::cpu();
+    /// let a = d.array_from(&[1.0f32]).unwrap();
+    /// let out = d.zeros::<u32>(1).unwrap();
+    /// d.launch(&k, &[a.arg(), out.arg()]).unwrap();
+    /// assert_eq!(out.to_vec().unwrap(), [1.0f32.to_bits()]);
+    /// ```
     #[track_caller]
     fn to_radix_bits(v: Val<Self>) -> Val<Self::Bits>;
 
     /// Traces the value from its bits.
+    ///
+    /// ```
+    /// use qd::algorithms::sort::SortValue;
+    /// use qd::prelude::*;
+    ///
+    /// let k = Kernel::range("from_bits", 32, |k| {
+    ///     let a = k.array::<u64>("a");
+    ///     let out = k.array::<f64>("out");
+    ///     k.parallel_for(0, a.len(), |i| out.set(i, f64::from_radix_bits(a.get(i))));
+    /// });
+    /// let d = Device::cpu();
+    /// let a = d.array_from(&[2.5f64.to_bits()]).unwrap();
+    /// let out = d.zeros::<f64>(1).unwrap();
+    /// d.launch(&k, &[a.arg(), out.arg()]).unwrap();
+    /// assert_eq!(out.to_vec().unwrap(), [2.5]);
+    /// ```
     #[track_caller]
     fn from_radix_bits(b: Val<Self::Bits>) -> Val<Self>;
 }

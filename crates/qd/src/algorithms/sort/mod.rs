@@ -59,17 +59,43 @@ pub struct SortOptions {
 
 impl SortOptions {
     /// Ascending over all bits (the default).
+    ///
+    /// ```
+    /// use qd::algorithms::sort::SortOptions;
+    /// assert_eq!(SortOptions::new(), SortOptions { bits: None, descending: false });
+    /// ```
     pub fn new() -> SortOptions {
         SortOptions::default()
     }
 
     /// Largest first.
+    ///
+    /// ```
+    /// use qd::algorithms::sort::{sort_keys, SortOptions};
+    /// use qd::prelude::*;
+    ///
+    /// let d = Device::cpu();
+    /// let keys = d.array_from(&[2u32, 7, 1, 7]).unwrap();
+    /// sort_keys(&d, &keys, &SortOptions::new().descending()).unwrap();
+    /// assert_eq!(keys.to_vec().unwrap(), [7, 7, 2, 1]);
+    /// ```
     pub fn descending(mut self) -> SortOptions {
         self.descending = true;
         self
     }
 
     /// Only the bits `bits` of the ordered bits.
+    ///
+    /// ```
+    /// use qd::algorithms::sort::{sort_keys, SortOptions};
+    /// use qd::prelude::*;
+    ///
+    /// // By the low byte only; equal low bytes keep their order (the sort is stable).
+    /// let d = Device::cpu();
+    /// let keys = d.array_from(&[0x301u32, 0x102, 0x201, 0x100]).unwrap();
+    /// sort_keys(&d, &keys, &SortOptions::new().bits(0..8)).unwrap();
+    /// assert_eq!(keys.to_vec().unwrap(), [0x100, 0x301, 0x201, 0x102]);
+    /// ```
     pub fn bits(mut self, bits: Range<u32>) -> SortOptions {
         self.bits = Some(bits);
         self
@@ -81,12 +107,37 @@ pub const MAX_KEYS: usize = (1 << 30) - 1;
 
 /// Sorts `keys` in place on `device` (see the module docs); allocates its scratch memory (use a
 /// [`Sorter`] to keep it between sorts).
+///
+/// ```
+/// use qd::algorithms::sort::{sort_keys, SortOptions};
+/// use qd::prelude::*;
+///
+/// let d = Device::cpu();
+/// let keys = d.array_from(&[4i32, -2, 9, 0, -2]).unwrap();
+/// sort_keys(&d, &keys, &SortOptions::default()).unwrap();
+/// assert_eq!(keys.to_vec().unwrap(), [-2, -2, 0, 4, 9]);
+/// ```
 #[track_caller]
 pub fn sort_keys<K: SortKey>(device: &Device, keys: &DeviceArray<K>, options: &SortOptions) -> Result<(), Error> {
     Sorter::new(device).sort_keys(keys, options)
 }
 
 /// Sorts `keys` in place and moves `values` with them (`values[i]` belongs to `keys[i]`).
+///
+/// ```
+/// use qd::algorithms::sort::{sort_pairs, SortOptions};
+/// use qd::prelude::*;
+///
+/// let d = Device::cpu();
+/// let keys = d.array_from(&[30u64, 10, 20]).unwrap();
+/// let names = d.array_from(&[3.0f64, 1.0, 2.0]).unwrap();
+/// sort_pairs(&d, &keys, &names, &SortOptions::default()).unwrap();
+/// assert_eq!(names.to_vec().unwrap(), [1.0, 2.0, 3.0]);
+///
+/// // One value per key, else a typed error naming `sort_pairs`.
+/// let short = d.array_from(&[1u32]).unwrap();
+/// assert!(sort_pairs(&d, &keys, &short, &SortOptions::default()).is_err());
+/// ```
 #[track_caller]
 pub fn sort_pairs<K: SortKey, V: SortValue>(
     device: &Device,
@@ -125,6 +176,20 @@ pub struct Sorter {
 
 impl Sorter {
     /// A sorter for `device`, with the default [`SortTuning`] for its target.
+    ///
+    /// ```
+    /// use qd::algorithms::sort::{SortOptions, Sorter};
+    /// use qd::prelude::*;
+    ///
+    /// let d = Device::cpu();
+    /// let mut sorter = Sorter::new(&d);
+    /// for round in 0..2u32 {
+    ///     // The second sort reuses the first one's scratch arrays.
+    ///     let keys = d.array_from(&[round + 2, round, round + 1]).unwrap();
+    ///     sorter.sort_keys(&keys, &SortOptions::new()).unwrap();
+    ///     assert_eq!(keys.to_vec().unwrap(), [round, round + 1, round + 2]);
+    /// }
+    /// ```
     pub fn new(device: &Device) -> Sorter {
         Sorter {
             device: device.clone(),
@@ -139,12 +204,37 @@ impl Sorter {
 
     /// Uses `tuning` instead of the target's default (a shape the target cannot run is an error
     /// when sorting).
+    ///
+    /// ```
+    /// use qd::algorithms::sort::{SortOptions, SortTuning, Sorter};
+    /// use qd::prelude::*;
+    ///
+    /// let d = Device::cpu();
+    /// // Small tiles: 64 threads of 4 keys, so 1000 keys make four tiles.
+    /// let tuning = SortTuning { block: 64, keys_per_thread: 4, hist_items: 4, fallback_spins: 16 };
+    /// let mut sorter = Sorter::new(&d).with_tuning(tuning);
+    /// let host: Vec<u32> = (0..1000u32).map(|i| i.wrapping_mul(2_654_435_761) >> 8).collect();
+    /// let keys = d.array_from(&host).unwrap();
+    /// sorter.sort_keys(&keys, &SortOptions::new()).unwrap();
+    /// let mut want = host;
+    /// want.sort();
+    /// assert_eq!(keys.to_vec().unwrap(), want);
+    /// ```
     pub fn with_tuning(mut self, tuning: SortTuning) -> Sorter {
         self.tuning = Some(tuning);
         self
     }
 
     /// The shape used for keys of `K` (with values of `V` when `pairs`).
+    ///
+    /// ```
+    /// use qd::algorithms::sort::Sorter;
+    /// use qd::prelude::*;
+    ///
+    /// let sorter = Sorter::new(&Device::cpu());
+    /// let keys_only = sorter.tuning_for::<u32, u32>(false);
+    /// assert!(keys_only.tile() >= 4096);
+    /// ```
     pub fn tuning_for<K: SortKey, V: SortValue>(&self, pairs: bool) -> SortTuning {
         let vbytes = if pairs { V::DTYPE.bits() / 8 } else { 0 };
         self.tuning.unwrap_or_else(|| SortTuning::for_target(self.device.target(), K::DTYPE.bits() / 8, vbytes))
@@ -152,16 +242,57 @@ impl Sorter {
 
     /// With `true`, each launch is timed ([`Device::launch_timed`]) and [`Sorter::times`] lists
     /// them after a sort.
+    ///
+    /// ```
+    /// use qd::algorithms::sort::{SortOptions, Sorter};
+    /// use qd::prelude::*;
+    ///
+    /// let d = Device::cpu();
+    /// let mut sorter = Sorter::new(&d);
+    /// sorter.set_timed(true);
+    /// let keys = d.array_from(&[3u32, 1, 2]).unwrap();
+    /// sorter.sort_keys(&keys, &SortOptions::new()).unwrap();
+    /// // One histogram launch, then one launch per 8-bit digit place.
+    /// assert_eq!(sorter.times().len(), 1 + 4);
+    /// ```
     pub fn set_timed(&mut self, timed: bool) {
         self.timed = timed;
     }
 
     /// The launches of the last sort with their times, when timed.
+    ///
+    /// ```
+    /// use qd::algorithms::sort::{SortOptions, Sorter};
+    /// use qd::prelude::*;
+    ///
+    /// let d = Device::cpu();
+    /// let mut sorter = Sorter::new(&d);
+    /// sorter.set_timed(true);
+    /// let keys = d.array_from(&[3i64, 1, 2]).unwrap();
+    /// sorter.sort_keys(&keys, &SortOptions::new().bits(0..8)).unwrap();
+    /// // One pass over one digit place, so an odd pass count: the result is copied back.
+    /// for (kernel, time) in sorter.times() {
+    ///     println!("{kernel}: {time:?}");
+    /// }
+    /// assert_eq!(sorter.times().len(), 3);
+    /// ```
     pub fn times(&self) -> &[(String, Duration)] {
         &self.times
     }
 
     /// Sorts `keys` in place.
+    ///
+    /// ```
+    /// use qd::algorithms::sort::{SortOptions, Sorter};
+    /// use qd::prelude::*;
+    ///
+    /// let d = Device::cpu();
+    /// let keys = d.array_from(&[1.5f32, f32::NEG_INFINITY, -0.0, 0.0, -1.5]).unwrap();
+    /// Sorter::new(&d).sort_keys(&keys, &SortOptions::new()).unwrap();
+    /// let sorted = keys.to_vec().unwrap();
+    /// assert_eq!(sorted, [f32::NEG_INFINITY, -1.5, -0.0, 0.0, 1.5]);
+    /// assert!(sorted[2].is_sign_negative()); // -0.0 sorts before +0.0
+    /// ```
     #[track_caller]
     pub fn sort_keys<K: SortKey>(&mut self, keys: &DeviceArray<K>, options: &SortOptions) -> Result<(), Error> {
         let loc = SrcLoc::caller();
@@ -169,6 +300,18 @@ impl Sorter {
     }
 
     /// Sorts `keys` in place and moves `values` with them.
+    ///
+    /// ```
+    /// use qd::algorithms::sort::{SortOptions, Sorter};
+    /// use qd::prelude::*;
+    ///
+    /// let d = Device::cpu();
+    /// let keys = d.array_from(&[2u32, 1, 2, 1]).unwrap();
+    /// let order = d.array_from(&[0i32, 1, 2, 3]).unwrap();
+    /// Sorter::new(&d).sort_pairs(&keys, &order, &SortOptions::new()).unwrap();
+    /// // Stable: equal keys keep their input order.
+    /// assert_eq!(order.to_vec().unwrap(), [1, 3, 0, 2]);
+    /// ```
     #[track_caller]
     pub fn sort_pairs<K: SortKey, V: SortValue>(
         &mut self,
@@ -374,6 +517,19 @@ fn cached(key: KernelKey, make: impl FnOnce() -> Kernel) -> Kernel {
 
 /// The kernels a sort of `K` keys (with `V` values when `pairs`) launches with `tuning`: the
 /// histogram, the pass, and the copies an odd pass count needs (for emitting and inspecting them).
+///
+/// ```
+/// use qd::algorithms::sort::{sort_kernels, SortTuning};
+/// use qd::prelude::*;
+///
+/// let tuning = SortTuning::for_target(Device::cpu().target(), 4, 4);
+/// let kernels = sort_kernels::<u32, f32>(tuning, true);
+/// // The histogram, the pass, the key copy and the value copy (f32 is not u32).
+/// assert_eq!(kernels.len(), 4);
+/// for k in &kernels {
+///     println!("{}", k.name());
+/// }
+/// ```
 pub fn sort_kernels<K: SortKey, V: SortValue>(tuning: SortTuning, pairs: bool) -> Vec<Kernel> {
     let mut out = vec![
         cached(("hist", K::DTYPE, None, tuning), || kernels::histogram_kernel::<K>(tuning.hist_items, true)),

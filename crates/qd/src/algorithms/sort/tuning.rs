@@ -27,6 +27,12 @@ pub struct SortTuning {
 
 impl SortTuning {
     /// The keys of one tile.
+    ///
+    /// ```
+    /// use qd::algorithms::sort::SortTuning;
+    /// let t = SortTuning { block: 256, keys_per_thread: 16, hist_items: 16, fallback_spins: 128 };
+    /// assert_eq!(t.tile(), 4096);
+    /// ```
     pub fn tile(&self) -> u32 {
         self.block * self.keys_per_thread
     }
@@ -39,6 +45,17 @@ impl SortTuning {
     /// Narrower subgroups take 16 subgroups per block (the ranking keeps one set of digit counters
     /// per subgroup), with more keys each. The tile shrinks, down to 4096 keys, until the pass
     /// kernel's shared memory fits the target.
+    ///
+    /// ```
+    /// use qd::algorithms::sort::SortTuning;
+    /// use qd::prelude::*;
+    ///
+    /// let target = Device::from_name("cpu:sg32").unwrap().target().clone();
+    /// let keys = SortTuning::for_target(&target, 4, 0);
+    /// assert_eq!((keys.block, keys.keys_per_thread), (384, 16));
+    /// let pairs = SortTuning::for_target(&target, 8, 8);
+    /// assert_eq!(pairs.block % target.subgroup_size(), 0);
+    /// ```
     pub fn for_target(target: &Target, key_bytes: u32, value_bytes: u32) -> SortTuning {
         let sgs = target.subgroup_size();
         let (block, keys_per_thread) = if sgs >= 32 {

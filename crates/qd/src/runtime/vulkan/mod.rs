@@ -109,6 +109,15 @@ pub struct VulkanOptions {
 impl VulkanOptions {
     /// From the environment: `QD_VULKAN_STAGING`, `QD_CACHE_DISABLE` and `QD_CACHE_DIR` (else
     /// `~/.cache/qd`). `QD_VULKAN_STAGING` is on when set to anything but empty or `0`.
+    ///
+    /// ```
+    /// use qd::runtime::VulkanOptions;
+    /// let options = VulkanOptions::from_env();
+    /// println!("staging {}, disk cache {} in {:?}", options.staging, options.disk_cache, options.cache_dir);
+    /// // Force the staging path (what a discrete GPU takes) whatever the environment says.
+    /// let staged = VulkanOptions { staging: true, ..options };
+    /// assert!(staged.staging);
+    /// ```
     pub fn from_env() -> VulkanOptions {
         VulkanOptions {
             staging: std::env::var_os(VULKAN_STAGING_VAR).is_some_and(|v| !v.is_empty() && v != "0"),
