@@ -527,5 +527,6 @@ fn nv_rows() -> Vec<Row> {
             a.set(t, qd::nv::mbarrier_try_wait_parity_hint(bar(), 0u32, 100u32).cast::<u32>());
         }),
         row("`nv::breakpoint()`", |_| qd::nv::breakpoint()),
+        row("`nv::nanosleep(ns)`", |_| qd::nv::nanosleep(100u32)),
     ]
 }

@@ -737,3 +737,35 @@ pub fn breakpoint() {
         nv_op(NvOp::Breakpoint, &[], vec![], None);
     }
 }
+
+/// `nanosleep.u32`: suspends the calling thread for up to about `ns` nanoseconds (a hint: the
+/// hardware may wake it sooner; at most a millisecond). A thread that spins on a value another
+/// block publishes backs off with it, so its polls leave memory bandwidth to the blocks it waits
+/// for (CUB's look-back does the same). It orders no memory. sm_70; the emulator runs it as a
+/// no-op (its scheduler already runs other threads while one spins).
+///
+/// ```
+/// use qd::prelude::*;
+/// use qd::backend::{ptx::{lower_kernel, PtxTarget}, Target};
+/// let k = Kernel::range("backoff", 32, |k| {
+///     let a = k.array::<u32>("a");
+///     k.parallel_for(0, a.len(), |i| {
+///         qd::nv::nanosleep(100u32);
+///         a.set(i, 1u32);
+///     });
+/// });
+/// let ir = k.trace(&Target::ptx(PtxTarget::sm(90))).unwrap();
+/// assert!(lower_kernel(&ir, &PtxTarget::sm(90)).unwrap().text.contains("nanosleep.u32"));
+/// let d = Device::cpu();
+/// let a = d.zeros::<u32>(32).unwrap();
+/// d.launch(&k, &[a.arg()]).unwrap();
+/// assert_eq!(a.to_vec().unwrap(), vec![1; 32]);
+/// ```
+#[track_caller]
+pub fn nanosleep(ns: impl IntoVal<u32>) {
+    let _op = op_scope("nv.nanosleep");
+    if require_nv("nv.nanosleep", NvFeature::Nanosleep) {
+        let ns = ns.into_val();
+        nv_op(NvOp::Nanosleep, &[], vec![ns.id()], None);
+    }
+}

@@ -9,14 +9,18 @@
 //!
 //! - [`TileStates`]: status words. A tile's value travels as 32-bit pieces; each piece shares a word
 //!   with the tile's status (`epoch << 2 | state`): `status << 32 | piece` in a u64 where the target
-//!   makes a volatile u64 access one atomic access (`Feature::OrderedAccess(u64, device)`), else
-//!   two u32 words of `status << 16 | half piece`. A reader takes a value only when every word of
-//!   the tile carries the same status, so no fence orders value and flag. The epoch (one per launch,
-//!   growing) makes words of earlier launches read as invalid, so the array is never reset between
-//!   launches.
+//!   has atomic u64 accesses (`Feature::OrderedAccess(u64, device)`), else two u32 words of
+//!   `status << 16 | half piece`. A reader takes a value only when every word of the tile carries
+//!   the same status, so no fence orders value and flag. The words are read and written as relaxed
+//!   atomics at device scope (D33: on CUDA `ld.relaxed.gpu` / `st.relaxed.gpu`, which stay in L2,
+//!   where a volatile access is system scope), or volatile where a target lacks the atomic access.
+//!   The epoch (one per launch, growing) makes words of earlier launches read as invalid, so the
+//!   array is never reset between launches.
 //! - [`LookBack::exclusive_prefix`]: the loop. With forward progress (and no loop cap), one subgroup
 //!   spins on a window of one subgroup's width of predecessors, combines them in tile order with a
-//!   shuffle tree, and steps back a window at a time ([`look_back_subgroup`]). Without it, the whole
+//!   shuffle tree, and steps back a window at a time ([`look_back_subgroup`]); between polls of a
+//!   window that is not ready it backs off with `nanosleep` where the target has it
+//!   ([`back_off`]). Without it, the whole
 //!   block takes part ([`look_back_block`]): the spin is bounded by [`SPIN_LIMIT`] polls, after
 //!   which the block computes the first unpublished predecessor's aggregate itself (the
 //!   algorithm's `aggregate_of`), publishes it with an atomic max (which never replaces a prefix the
@@ -27,13 +31,12 @@
 //! same function.
 
 use super::TileOrder;
-use crate::ir::{DType, StoreKind};
+use crate::ir::{DType, LoadKind, Ordering, Scope, StoreKind};
 use crate::simt::atomic::{atomic_add, atomic_max};
 use crate::simt::{block, subgroup};
-use crate::target::{Feature, MemSpace, Target};
+use crate::target::{Feature, MemSpace, NvFeature, Target};
 use crate::trace::{
-    break_, if_, if_else, loop_, select, target, var, volatile_load, while_, Array, KernelBuilder, Scalar, Shuffle,
-    Val, Var,
+    break_, if_, if_else, loop_, select, target, var, while_, Array, KernelBuilder, Scalar, Shuffle, Val, Var,
 };
 
 /// A tile's value as 32-bit pieces; the look-back moves and stores them, the algorithm's combine
@@ -52,6 +55,26 @@ pub(crate) const PREFIX: u32 = 2;
 /// a predecessor that is running publishes first.
 pub(crate) const SPIN_LIMIT: u32 = 64;
 
+/// The sleep between two polls of a window that is not ready, in nanoseconds (a `nanosleep` hint:
+/// the hardware sleeps up to about this long). CUB's tuned delay for 4- and 8-byte scans on sm_90
+/// is a fixed 576 to 688 ns (`fixed_delay_constructor_t` in `tuning_scan.cuh`); one poll of a
+/// window costs about an L2 round trip, so the sleep roughly halves the polls while a predecessor
+/// is late.
+pub(crate) const BACKOFF_NS: u32 = 640;
+
+/// Grids of fewer tiles do not back off (as CUB's `GridThreshold`): there the look-back's latency
+/// is the launch's, and few blocks contend for the status words.
+pub(crate) const BACKOFF_MIN_TILES: i32 = 500;
+
+/// Between two polls of a window that is not ready: sleeps [`BACKOFF_NS`] where the target can
+/// (`nv.nanosleep`) and the grid has at least [`BACKOFF_MIN_TILES`] blocks; nothing elsewhere.
+#[track_caller]
+pub(crate) fn back_off() {
+    if target().has(Feature::Nv(NvFeature::Nanosleep)) {
+        if_(block::grid_dim().ge(BACKOFF_MIN_TILES), || crate::nv::nanosleep(BACKOFF_NS));
+    }
+}
+
 /// The words tile states are stored in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum WordKind {
@@ -62,7 +85,7 @@ pub(crate) enum WordKind {
 }
 
 impl WordKind {
-    /// The words `target` can read and write whole: u64 where a volatile u64 access is one atomic.
+    /// The words `target` can read and write whole: u64 where it has atomic u64 accesses.
     pub(crate) fn for_target(target: &Target) -> WordKind {
         if target.has(Feature::OrderedAccess(DType::U64, MemSpace::Device)) {
             WordKind::U64
@@ -148,6 +171,21 @@ pub(crate) struct TileStates {
     /// 32-bit pieces per tile value.
     pieces: usize,
     epoch: Val<u32>,
+    /// How words are read and written (see [`word_access`]).
+    access: (LoadKind, StoreKind),
+}
+
+/// Status words are relaxed atomics at device scope where `target` has atomic accesses of `word`
+/// (every reader and writer is on the device; the value travels in the word, so nothing else
+/// needs ordering), else volatile. On CUDA a volatile access is system scope (`.STRONG.SYS` in
+/// SASS), a stronger promise than a look-back needs.
+pub(crate) fn word_access(target: &Target, word: DType) -> (LoadKind, StoreKind) {
+    if target.has(Feature::OrderedAccess(word, MemSpace::Device)) {
+        let (o, s) = (Ordering::Relaxed, Scope::Device);
+        (LoadKind::Ordered(o, s), StoreKind::Ordered(o, s))
+    } else {
+        (LoadKind::Volatile, StoreKind::Volatile)
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -181,20 +219,20 @@ impl TileStates {
                 let s = status.cast::<u64>() << 32u64;
                 for (i, p) in value.iter().enumerate() {
                     let w = s | p.cast::<u64>();
-                    put(a, base + i as i32, w, max);
+                    put(a, base + i as i32, w, max, self.access.1);
                 }
             }
             Words::U32(a) => {
                 let s = status << 16u32;
                 for (i, &p) in value.iter().enumerate() {
-                    put(a, base + 2 * i as i32, s | (p & 0xFFFFu32), max);
-                    put(a, base + 2 * i as i32 + 1, s | (p >> 16u32), max);
+                    put(a, base + 2 * i as i32, s | (p & 0xFFFFu32), max, self.access.1);
+                    put(a, base + 2 * i as i32 + 1, s | (p >> 16u32), max, self.access.1);
                 }
             }
         }
     }
 
-    /// Publishes `tile`'s value in `state` (volatile stores: each word is one access).
+    /// Publishes `tile`'s value in `state` (each word one atomic or volatile store).
     #[track_caller]
     pub(crate) fn publish(&self, tile: Val<i32>, state: u32, value: &[Val<u32>]) {
         self.store(tile, self.status(state), value, false);
@@ -212,20 +250,21 @@ impl TileStates {
     #[track_caller]
     pub(crate) fn read(&self, tile: Val<i32>) -> (Val<u32>, Pieces) {
         let base = tile * self.words_per_tile();
+        let load = self.access.0;
         let mut statuses = Vec::new();
         let mut value = Vec::new();
         match self.words {
             Words::U64(a) => {
                 for i in 0..self.pieces {
-                    let w = volatile_load(a.at(base + i as i32));
+                    let w = a.at(base + i as i32).load_with(load);
                     statuses.push((w >> 32u64).cast::<u32>());
                     value.push(w.cast::<u32>());
                 }
             }
             Words::U32(a) => {
                 for i in 0..self.pieces {
-                    let lo = volatile_load(a.at(base + 2 * i as i32));
-                    let hi = volatile_load(a.at(base + 2 * i as i32 + 1));
+                    let lo = a.at(base + 2 * i as i32).load_with(load);
+                    let hi = a.at(base + 2 * i as i32 + 1).load_with(load);
                     statuses.push(lo >> 16u32);
                     statuses.push(hi >> 16u32);
                     value.push((lo & 0xFFFFu32) | (hi << 16u32));
@@ -239,11 +278,11 @@ impl TileStates {
 }
 
 #[track_caller]
-fn put<W: crate::trace::Int>(a: Array<W>, i: Val<i32>, w: Val<W>, max: bool) {
+fn put<W: crate::trace::Int>(a: Array<W>, i: Val<i32>, w: Val<W>, max: bool, store: StoreKind) {
     if max {
         atomic_max(a.at(i), w);
     } else {
-        a.at(i).store_with(w, StoreKind::Volatile);
+        a.at(i).store_with(w, store);
     }
 }
 
@@ -273,14 +312,14 @@ impl LookBack {
     /// and the scalar `epoch` (u32, larger than the previous launch's on the same array).
     pub(crate) fn declare(k: &mut KernelBuilder, pieces: usize, order: TileOrder, force_fallback: bool) -> LookBack {
         let t = target();
-        let words = match WordKind::for_target(&t) {
-            WordKind::U64 => Words::U64(k.array::<u64>("tile_state")),
-            WordKind::U32 => Words::U32(k.array::<u32>("tile_state")),
+        let (words, access) = match WordKind::for_target(&t) {
+            WordKind::U64 => (Words::U64(k.array::<u64>("tile_state")), word_access(&t, DType::U64)),
+            WordKind::U32 => (Words::U32(k.array::<u32>("tile_state")), word_access(&t, DType::U32)),
         };
         let ticket = k.array::<u32>("ticket");
         let epoch = k.scalar::<u32>("epoch");
         LookBack {
-            states: TileStates { words, pieces, epoch },
+            states: TileStates { words, pieces, epoch, access },
             ticket,
             order,
             plain: plain_look_back(&t, order, force_fallback),
@@ -425,7 +464,7 @@ pub(crate) fn look_back_subgroup(
                 set(&value, &v);
                 subgroup::ballot(s.lt(agg_status)).ne(0u64)
             },
-            || {},
+            back_off,
         );
         let prefixes = subgroup::ballot(status.get().eq(prefix_status));
         let nearest = lowest(prefixes);
@@ -490,7 +529,7 @@ pub(crate) fn look_back_block(
                         polls.set(polls.get() + 1u32);
                         subgroup::ballot(s.lt(agg_status)).ne(0u64) & polls.get().lt(SPIN_LIMIT)
                     },
-                    || {},
+                    back_off,
                 );
                 let missing = lowest(subgroup::ballot(status.get().lt(agg_status)));
                 let nearest = lowest(subgroup::ballot(status.get().eq(prefix_status)));

@@ -385,6 +385,9 @@ pub enum NvOp {
     /// `nvvm.breakpoint`: a short `%globaltimer` busy-wait, then `trap` (ends the launch with an
     /// error and poisons the CUDA context).
     Breakpoint,
+    /// `nanosleep.u32`: the thread may be suspended for up to about `args[0]` nanoseconds (u32; a
+    /// hint the hardware may shorten). A spinning thread's back-off; it orders no memory.
+    Nanosleep,
 }
 
 /// Float `redux.sync` operations (sm_100a-class).

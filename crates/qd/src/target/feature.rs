@@ -86,11 +86,13 @@ pub enum NvFeature {
     ClusterMbarrier,
     /// `nvvm.breakpoint`: a `%globaltimer` busy-wait, then `trap`.
     Breakpoint,
+    /// `nanosleep.u32`: a spinning thread's back-off (sm_70).
+    Nanosleep,
 }
 
 impl NvFeature {
     /// Every NVIDIA family, in order.
-    pub const ALL: [NvFeature; 20] = [
+    pub const ALL: [NvFeature; 21] = [
         NvFeature::Match,
         NvFeature::Redux,
         NvFeature::Elect,
@@ -111,6 +113,7 @@ impl NvFeature {
         NvFeature::TensormapProxy,
         NvFeature::ClusterMbarrier,
         NvFeature::Breakpoint,
+        NvFeature::Nanosleep,
     ];
 
     /// What the family is called in messages and tables.
@@ -136,6 +139,7 @@ impl NvFeature {
             NvFeature::TensormapProxy => "nv tensormap proxy fences",
             NvFeature::ClusterMbarrier => "nv cluster mbarriers and cluster barrier",
             NvFeature::Breakpoint => "nv.breakpoint",
+            NvFeature::Nanosleep => "nv.nanosleep",
         }
     }
 }

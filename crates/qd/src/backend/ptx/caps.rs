@@ -233,6 +233,8 @@ pub enum Feature {
     BarrierCluster,
     /// mapa (a shared address in another CTA of the cluster)
     Mapa,
+    /// nanosleep.u32
+    Nanosleep,
 }
 
 /// The set of features a module uses.
@@ -295,6 +297,7 @@ impl Feature {
             CreatePolicy => "createpolicy",
             BarrierCluster => "barrier.cluster with .release/.acquire",
             Mapa => "mapa",
+            Nanosleep => "nanosleep",
         }
     }
 
@@ -346,6 +349,7 @@ impl Feature {
             CreatePolicy => fl(80, 7, 4),
             BarrierCluster => fl(90, 8, 0),
             Mapa => fl(90, 7, 8),
+            Nanosleep => fl(70, 6, 3),
         }
     }
 }
@@ -439,6 +443,7 @@ pub(crate) fn support(target: PtxTarget, f: crate::target::Feature) -> crate::ta
             NvFeature::TensormapProxy => floor(Feature::TensormapCpFenceproxy),
             NvFeature::ClusterMbarrier => floor(Feature::MbarrierCluster),
             NvFeature::Breakpoint => floor(Feature::SregGlobaltimer),
+            NvFeature::Nanosleep => floor(Feature::Nanosleep),
         },
         F::VoteShortcut | F::BarrierReduce | F::DynamicBroadcastLane => Support::Native,
         // Full-warp 32-bit add/min/max take `redux.sync` on sm_80+ (the library asks for

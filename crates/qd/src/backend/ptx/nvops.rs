@@ -1,6 +1,6 @@
 //! Printer forms only the NVIDIA module (`qd::nv`) reaches beyond atom/red, fences, warp
-//! collectives and mbarriers: L2 cache policies and hinted loads, the cluster barrier, `mapa`, and
-//! seed 004's `nvvm.breakpoint` (a `%globaltimer` busy-wait, then `trap`).
+//! collectives and mbarriers: L2 cache policies and hinted loads, the cluster barrier, `mapa`,
+//! `nanosleep`, and seed 004's `nvvm.breakpoint` (a `%globaltimer` busy-wait, then `trap`).
 
 use super::caps::Feature;
 use super::errors::PtxError;
@@ -50,6 +50,13 @@ impl PtxPrinter {
     pub fn mapa_shared_cluster(&mut self, dst: &str, addr: &str, rank: &str) -> Result<String, PtxError> {
         self.require(&[Feature::Mapa, Feature::SharedCluster])?;
         Ok(format!("mapa.shared::cluster.u64 {dst}, {addr}, {rank};"))
+    }
+
+    /// `nanosleep.u32 ns;` (sm_70, PTX 6.3): suspends the thread for up to about `ns` nanoseconds
+    /// (a register or an immediate).
+    pub fn nanosleep(&mut self, ns: &str) -> Result<String, PtxError> {
+        self.require(&[Feature::Nanosleep])?;
+        Ok(format!("nanosleep.u32 {ns};"))
     }
 
     /// Seed 004's `nvvm.breakpoint`: a [`BREAKPOINT_WAIT_NS`] busy-wait on `%globaltimer`, then

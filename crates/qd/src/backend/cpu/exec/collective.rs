@@ -78,6 +78,10 @@ impl<'a, 'b> BlockExec<'a, 'b> {
             std::sync::atomic::fence(MemOrd::SeqCst);
             return Ok(());
         }
+        // A back-off hint: the emulator's scheduler already runs other threads while one spins.
+        if let NvOp::Nanosleep = op {
+            return Ok(());
+        }
         let place = place.expect("mbarrier ops carry their barrier");
         for l in lanes(path.mask) {
             let i = self.index(kind, loc, sgi, place, l)?;

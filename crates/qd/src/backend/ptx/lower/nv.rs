@@ -1,7 +1,7 @@
 //! The seed-004 families only `qd::nv` reaches beyond match, redux, elect, proxy fences and the
 //! CTA mbarriers: float `redux.sync`, `.L2::cache_hint` loads and atomics, 128-bit CAS and
 //! exchange, packed half atomics, the sync_restrict and tensormap proxy fences, the cluster forms
-//! of mbarrier with the cluster barrier, the `try_wait` suspend hint and `nvvm.breakpoint`.
+//! of mbarrier with the cluster barrier, the `try_wait` suspend hint, `nanosleep` and `nvvm.breakpoint`.
 
 use super::{mem_ty, Class, Lower};
 use crate::backend::ptx::mbarrier::{MbarrierModifier, MbarrierSpace};
@@ -110,6 +110,7 @@ impl Lower<'_> {
                 self.print(inst, |p| p.tensormap_cp_fenceproxy(s, &dst, &format!("[{src}]"), 128))
             }
             NvOp::ClusterSync => self.print(inst, |p| p.cluster_sync()),
+            NvOp::Nanosleep => self.print(inst, |p| p.nanosleep(&a[0])),
             NvOp::MbarrierArriveCluster => {
                 let addr = self.shared_addr(inst, place)?;
                 let remote = self.fresh(Class::B64);
