@@ -158,6 +158,8 @@ fn select_keeps_flagged_and_predicated_elements_in_order() {
         ("cpu:sg64", Tuning { block: Some(128), items: Some(5), ..Tuning::default() }),
         ("cpu:sg16", Tuning { order: TileOrder::Reversed, ..small() }),
         ("cpu:sg32@metal", Tuning { force_fallback: true, ..small() }),
+        // More than 32 items: a thread's kept bits take two words.
+        ("cpu:sg32", Tuning { block: Some(32), items: Some(37), ..Tuning::default() }),
     ] {
         let d = Device::from_name(name).unwrap();
         let mut ws = Workspace::with_tuning(&d, tuning);

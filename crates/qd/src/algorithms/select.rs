@@ -171,10 +171,12 @@ fn select_kernel<T: Scalar>(rule: &Rule<T>, block: u32, items: u32, tuning: &Tun
         let base = tile * tile_len;
         let mine = t * items as i32;
         let sh = block::shared_array::<T>(block * items);
-        // Whether thread t's item j is kept, for j in 0..items.
-        let kept: Vec<Val<bool>> = match flags {
+        // Which of thread t's items are kept: bit j of `kept[j / 32]` (one register for up to 32
+        // items, not one per item: they stay live across the block scan's barrier, D33).
+        let kept: Vec<Val<u32>> = match flags {
             Some(flags) => {
-                let words = (block * items).div_ceil(32);
+                // One spare word: a thread's bits are read as two words, the last one's past the end.
+                let words = (block * items).div_ceil(32) + 1;
                 let mask = block::shared_array::<u32>(words);
                 for w in (0..words as i32).step_by(block as usize) {
                     if_((t + w).lt(words as i32), || mask.set(t + w, 0u32));
@@ -197,26 +199,42 @@ fn select_kernel<T: Scalar>(rule: &Rule<T>, block: u32, items: u32, tuning: &Tun
                     }
                 }
                 block::sync();
-                (0..items as i32)
-                    .map(|j| {
-                        let e = mine + j;
-                        ((mask.get(e >> 5) >> (e & 31).cast::<u32>()) & 1u32).ne(0u32)
+                // Bits mine + 32 w .. of the tile's mask, from the two words holding them.
+                (0..items.div_ceil(32) as i32)
+                    .map(|w| {
+                        let first = mine + 32 * w;
+                        let lo = mask.get(first >> 5).cast::<u64>();
+                        let hi = mask.get((first >> 5) + 1).cast::<u64>();
+                        let bits = ((lo | (hi << 32u64)) >> (first & 31).cast::<u64>()).cast::<u32>();
+                        let len = (items - 32 * w as u32).min(32);
+                        if len < 32 {
+                            bits & ((1u32 << len) - 1)
+                        } else {
+                            bits
+                        }
                     })
                     .collect()
             }
             None => {
                 tile_to_shared(input, sh, base, n, Val::constant(T::from_bits(0)), block, items);
-                (0..items as i32).map(|j| (base + mine + j).lt(n) & pred(sh.get(mine + j))).collect()
+                let mut bits = vec![Val::constant(0u32); items.div_ceil(32) as usize];
+                for j in 0..items as i32 {
+                    let keep = (base + mine + j).lt(n) & pred(sh.get(mine + j));
+                    let w = (j / 32) as usize;
+                    bits[w] = bits[w] | select(keep, 1u32 << (j % 32), 0u32);
+                }
+                bits
             }
         };
+        let keeps = |j: i32| (kept[(j / 32) as usize] >> (j % 32) as u32 & 1u32).ne(0u32);
         let vals: Vec<Val<T>> = (0..items as i32).map(|j| sh.get(mine + j)).collect();
-        let ones = |j: i32| select(kept[j as usize], 1u32, 0u32);
-        let totals = scan_totals(&add, thread_total(&add, ones, items), block);
+        let mine_kept = kept.iter().fold(Val::constant(0u32), |acc, w| acc + w.popc());
+        let totals = scan_totals(&add, mine_kept, block);
         // Every thread has read its values (scan_totals' barrier): `sh` now takes the kept ones.
         let overlap = || {
             let mut rank = totals.exclusive;
             for (j, &v) in vals.iter().enumerate() {
-                let keep = kept[j];
+                let keep = keeps(j as i32);
                 if_(keep, || sh.set(rank.cast::<i32>(), v));
                 rank += select(keep, 1u32, 0u32);
             }
