@@ -738,8 +738,8 @@ pub fn breakpoint() {
     }
 }
 
-/// `nanosleep.u32`: suspends the calling thread for up to about `ns` nanoseconds (a hint: the
-/// hardware may wake it sooner; at most a millisecond). A thread that spins on a value another
+/// `nanosleep.u32`: suspends the calling thread for about `ns` nanoseconds (a hint: PTX promises
+/// a sleep between 0 and twice `ns`, at most a millisecond). A thread that spins on a value another
 /// block publishes backs off with it, so its polls leave memory bandwidth to the blocks it waits
 /// for (CUB's look-back does the same). It orders no memory. sm_70; the emulator runs it as a
 /// no-op (its scheduler already runs other threads while one spins).

@@ -56,7 +56,7 @@ pub(crate) const PREFIX: u32 = 2;
 pub(crate) const SPIN_LIMIT: u32 = 64;
 
 /// The sleep between two polls of a window that is not ready, in nanoseconds (a `nanosleep` hint:
-/// the hardware sleeps up to about this long). CUB's tuned delay for 4- and 8-byte scans on sm_90
+/// the hardware sleeps between 0 and twice this). CUB's tuned delay for 4- and 8-byte scans on sm_90
 /// is a fixed 576 to 688 ns (`fixed_delay_constructor_t` in `tuning_scan.cuh`); one poll of a
 /// window costs about an L2 round trip, so the sleep roughly halves the polls while a predecessor
 /// is late.

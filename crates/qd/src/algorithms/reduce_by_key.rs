@@ -121,9 +121,14 @@ fn reduce_by_key_kernel<K: Scalar, V: Shuffle>(op: &Operator<V>, block: u32, ite
             out
         };
         let fold = |ps: Vec<Pieces>| ps.into_iter().reduce(|a, b| combine(&a, &b)).expect("items >= 1");
-        let prev = select(t.gt(0), sh_k.get((mine - 1).max(0)), keys.get((base - 1).max(0)));
-        let own = pairs(base + mine, &|j| sh_k.get(mine + j), prev, &|j| sh_v.get(mine + j));
-        let (exclusive, aggregate) = scan_pieces(&fold(own.clone()), &identity, &combine, block);
+        // The thread's pairs, read from the tile in shared memory (which stays as loaded). Read
+        // twice, before the scan and after the look-back, rather than kept: `items` pairs live
+        // across both would hold as many registers (D33).
+        let own = || {
+            let prev = select(t.gt(0), sh_k.get((mine - 1).max(0)), keys.get((base - 1).max(0)));
+            pairs(base + mine, &|j| sh_k.get(mine + j), prev, &|j| sh_v.get(mine + j))
+        };
+        let (exclusive, aggregate) = scan_pieces(&fold(own()), &identity, &combine, block);
         let aggregate_of = |q: Val<i32>| {
             let first = q * tile_len + mine;
             let ps = pairs(first, &|j| keys.get(first + j), keys.get((first - 1).max(0)), &|j| values.get(first + j));
@@ -133,7 +138,7 @@ fn reduce_by_key_kernel<K: Scalar, V: Shuffle>(op: &Operator<V>, block: u32, ite
         };
         let carry = lb.exclusive_prefix(tile, &aggregate, &identity, &combine, || {}, &aggregate_of);
         let mut running = combine(&carry, &exclusive);
-        for (j, p) in own.iter().enumerate() {
+        for (j, p) in own().iter().enumerate() {
             let j = j as i32;
             let i = base + mine + j;
             running = combine(&running, p);
