@@ -42,7 +42,7 @@ pub enum ValueType {
     U64,
 }
 
-/// The entropies of [`SortBench::entropies`], by the number of words AND-ed (1 to 5).
+/// The entropies of [`SortBench::ands`], by the number of words AND-ed (1 to 5).
 pub const ENTROPIES: [&str; 5] = ["1.0", "0.811", "0.544", "0.337", "0.201"];
 
 /// One `qd bench sort` run: every size for every entropy and tile shape.

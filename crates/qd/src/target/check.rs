@@ -29,6 +29,16 @@ pub fn check(k: &Kernel, target: &Target, caller: SrcLoc) -> Result<(), TraceErr
             unsupported: Some(feature),
         }
     };
+    let arrays = k.params.iter().filter(|p| matches!(p, Param::Array { .. })).count();
+    if let Some(max) = target.limits().max_array_params.filter(|&max| arrays > max as usize) {
+        return Err(TraceError {
+            kernel: k.name.clone(),
+            op: "array".into(),
+            loc: caller,
+            message: format!("the kernel has {arrays} array parameters; {} takes at most {max}", target.name()),
+            unsupported: None,
+        });
+    }
     for p in &k.params {
         if let Param::Scalar { dtype, name, .. } = p {
             let f = Feature::Values(*dtype);

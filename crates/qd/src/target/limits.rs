@@ -21,6 +21,9 @@ pub struct Limits {
     /// (what decoupled look-back relies on; true on CUDA and the emulator, which runs blocks in
     /// order, not promised by the Vulkan or Metal specifications).
     pub block_forward_progress: bool,
+    /// The most array parameters a kernel may take (Metal: 30, the 31 buffer bindings less the
+    /// parameter block); `None`: no limit that a kernel could reach.
+    pub max_array_params: Option<u32>,
 }
 
 impl Limits {

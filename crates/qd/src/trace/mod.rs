@@ -349,10 +349,22 @@ impl KernelBuilder {
     /// ```
     #[track_caller]
     pub fn array<T: Scalar>(&mut self, name: &str) -> Array<T> {
-        let index = with(|s| {
+        let (index, arrays, limit) = with(|s| {
             s.kernel.params.push(ir::Param::Array { name: name.to_string(), dtype: T::DTYPE });
-            s.kernel.params.len() as u32 - 1
+            let arrays = s.kernel.params.iter().filter(|p| matches!(p, ir::Param::Array { .. })).count();
+            (s.kernel.params.len() as u32 - 1, arrays, s.target.limits().max_array_params)
         });
+        if let Some(max) = limit
+            && arrays > max as usize
+        {
+            trace_error(
+                "array",
+                format!(
+                    "array parameter `{name}` is one too many: {} takes at most {max} array parameters",
+                    target().name()
+                ),
+            );
+        }
         Array::from_ref(ir::ArrayRef::Param(index))
     }
 

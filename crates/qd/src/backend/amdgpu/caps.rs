@@ -66,6 +66,7 @@ pub(crate) fn limits(_arch: AmdgpuArch) -> Limits {
         max_buffer_bytes: None,
         loop_iteration_cap: None,
         block_forward_progress: false,
+        max_array_params: None,
     }
 }
 

@@ -13,6 +13,7 @@ pub(crate) fn limits(subgroup_size: u32) -> Limits {
         max_buffer_bytes: None,
         loop_iteration_cap: None,
         block_forward_progress: true,
+        max_array_params: None,
     }
 }
 

@@ -4,6 +4,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use super::abi::MAX_BUFFERS;
 use crate::ir::{AtomicOp, DType, ReduxOp, ScanKind};
 use crate::target::{Feature, Limits, MemSpace, Polyfill, Support};
 
@@ -61,6 +62,7 @@ pub(crate) fn limits() -> Limits {
         max_buffer_bytes: None,
         loop_iteration_cap: None,
         block_forward_progress: false,
+        max_array_params: Some(MAX_BUFFERS as u32 - 1),
     }
 }
 

@@ -407,6 +407,7 @@ pub(crate) fn limits(sm: u32) -> crate::target::Limits {
         max_buffer_bytes: None,
         loop_iteration_cap: None,
         block_forward_progress: true,
+        max_array_params: None,
     }
 }
 

@@ -104,6 +104,7 @@ pub(crate) fn limits(subgroup_size: u32, caps: &SpirvCaps) -> Limits {
         max_buffer_bytes: None,
         loop_iteration_cap: None,
         block_forward_progress: false,
+        max_array_params: None,
     }
 }
 
