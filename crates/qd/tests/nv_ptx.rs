@@ -166,6 +166,21 @@ fn try_wait_suspend_hint() {
     assert_eq!(out.to_vec().unwrap(), vec![1; 64]);
 }
 
+/// `nanosleep.u32` (the look-back's back-off, D33): assembled from sm_75 up (ptxas 13.0's
+/// oldest), refused below its sm_70 floor, a no-op on the emulator.
+#[test]
+fn nanosleep_backs_off() {
+    let k = nanosleep_kernel();
+    for target in [PtxTarget::sm(75), SM90] {
+        has(&lower_and_assemble(&k, target), "nanosleep.u32 %r");
+    }
+    refused_below(&k, Some(PtxTarget::sm(60)), "sm_70");
+    let d = Device::cpu();
+    let a = d.zeros::<u32>(100).unwrap();
+    d.launch(&k, &[a.arg()]).unwrap();
+    assert_eq!(a.to_vec().unwrap(), vec![1; 100]);
+}
+
 /// `nvvm.breakpoint` (item 3): printed and assembled for every target ptxas 13.0 has (sm_75 up),
 /// never launched (the trap poisons the CUDA context).
 #[test]

@@ -249,6 +249,17 @@ pub fn try_wait_hint_kernel() -> Kernel {
     })
 }
 
+/// Every thread sleeps a thread-dependent time (`nv::nanosleep`, a register operand), then writes 1.
+pub fn nanosleep_kernel() -> Kernel {
+    Kernel::range("nv_nanosleep", 32, |k| {
+        let a = k.array::<u32>("a");
+        k.parallel_for(0, a.len(), |i| {
+            nv::nanosleep(i.cast::<u32>() * 8u32);
+            a.set(i, 1u32);
+        });
+    })
+}
+
 /// A kernel that stops at `nv::breakpoint()` when it reads a zero. Never launched.
 pub fn breakpoint_kernel() -> Kernel {
     Kernel::range("nv_breakpoint", 32, |k| {
@@ -278,6 +289,7 @@ pub fn emulated_kernels() -> Vec<Kernel> {
         shuffle_valid_kernel(),
         vote_uni_kernel(),
         try_wait_hint_kernel(),
+        nanosleep_kernel(),
     ]
 }
 
