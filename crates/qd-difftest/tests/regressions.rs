@@ -63,3 +63,20 @@ fn every_saved_regression_case_replays() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// `qd difftest --regressions DIR`: the same replay on the devices named, one line per case and
+/// device, passing on the emulators.
+#[test]
+fn the_command_replays_the_saved_cases_on_the_devices_named() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("regressions");
+    let mut log = Vec::new();
+    let ok = qd_difftest::cli::regressions(Some("cpu:sg8,cpu:sg32@cuda:sm_80"), &dir, &mut log).unwrap();
+    let log = String::from_utf8_lossy(&log);
+    assert!(ok, "{log}");
+    assert!(log.contains("lavapipe-fence-in-divergent-loop.json: cpu:sg8 "), "{log}");
+    assert!(log.contains("the reference") && log.contains("agrees"), "{log}");
+    assert!(log.contains("regression cases from") && log.ends_with("passed\n"), "{log}");
+    let mut log = Vec::new();
+    assert!(!qd_difftest::cli::regressions(Some("no-such-device"), &dir, &mut log).unwrap());
+    assert!(String::from_utf8_lossy(&log).contains("cannot open `no-such-device`"));
+}
