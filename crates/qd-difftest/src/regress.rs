@@ -40,6 +40,18 @@ pub struct KnownBug {
 
 /// Writes `case` into `dir` (created if missing) as `case-<seed>.json` (`case.json` without a
 /// seed); returns the path. Rename the file when the finding is written up.
+///
+/// ```
+/// use qd_difftest::regress::{load_dir, save};
+/// let saved = load_dir(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("regressions")).unwrap();
+/// let mut case = saved[0].1.clone();
+/// case.case_seed = Some(42);
+/// let dir = std::env::temp_dir().join(format!("qd-regress-doc-{}", std::process::id()));
+/// let path = save(&dir, &case).unwrap();
+/// assert!(path.ends_with("case-42.json"));
+/// assert_eq!(load_dir(&dir).unwrap()[0].1, case); // the program comes back as it was
+/// std::fs::remove_dir_all(&dir).unwrap();
+/// ```
 pub fn save(dir: &Path, case: &Case) -> io::Result<PathBuf> {
     std::fs::create_dir_all(dir)?;
     let path = match case.case_seed {
@@ -92,6 +104,18 @@ pub enum Verdict {
 /// first plain emulator (`cpu:sgN`) among them that runs it. Returns each device's name and
 /// verdict (the reference's own first), or an error when no plain emulator runs it or the
 /// reference fails.
+///
+/// ```
+/// use qd_difftest::regress::{load_dir, replay, Verdict};
+/// use qd_difftest::run::Backend;
+/// let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("regressions");
+/// let backends = vec![Backend::open("cpu:sg8").unwrap(), Backend::open("cpu:sg32@cuda:sm_80").unwrap()];
+/// for (_, case) in load_dir(&dir).unwrap() {
+///     for (device, verdict) in replay(&case, &backends).unwrap() {
+///         assert_eq!(verdict, Verdict::Agrees, "{device}"); // the emulators agree on every saved case
+///     }
+/// }
+/// ```
 pub fn replay(case: &Case, backends: &[Backend]) -> Result<Vec<(String, Verdict)>, String> {
     let p = &case.program;
     let runners: Vec<&Backend> = backends.iter().filter(|b| runs_at(p, b.width())).collect();
