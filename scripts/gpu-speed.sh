@@ -4,23 +4,26 @@
 # the summary is printed last.
 #   1. CUDA anchors (bench/cuda_anchor.cu, nvcc there): the scan's PTX through each loading route
 #      (registers), and a bare cuLaunchKernel of qd's saxpy module.
-#   2. First-launch latency in fresh processes: cold; warm through qd's cubin cache
-#      (QD_CUDA_CUBIN_CACHE=1); warm through the driver's own JIT cache (the default, D23; a private
-#      CUDA_CACHE_PATH); Vulkan with its pipeline cache on disk. Then the repeated launch
-#      (`repeat_launch_us`).
+#   2. First-launch latency in fresh processes (D23): cold; warm through qd's cache of ptxas cubins
+#      (the default where ptxas is found: /usr/local/cuda/bin here); warm through qd's cache of
+#      link-API cubins (QD_PTXAS=0 QD_CUDA_CUBIN_CACHE=1); warm through the driver's own JIT cache
+#      (QD_CUDA_CUBIN_CACHE=0; a private CUDA_CACHE_PATH); Vulkan with its pipeline cache on disk.
+#      Then the repeated launch (`repeat_launch_us`).
 #   3. The Vulkan anchor: tests/vulkan_bare.rs with QD_BARE_REPS (a bare submit of a recorded
 #      dispatch against qd's launch, one process).
-#   4. The scan through qd's cubin cache against the default (the whole-program JIT), interleaved,
-#      with their registers.
-#   5. `qd bench --backend cuda,vulkan` for copy, reduce and scan at 2^20 ... 2^28 (SIZES).
+#   4. The scan at 2^26 through each route (ptxas cubins, link-API cubins, the driver's JIT),
+#      interleaved, with their registers.
+#   5. `qd bench --backend cuda,vulkan` for every algorithm (ALGOS) at 2^20 ... 2^28 (SIZES).
 #   6. Conformance on cuda and vulkan, the Vulkan and CUDA test binaries.
-#   SEED=20261122  REPS=20  SIZES="20 22 24 26 28"  ONLY="anchors latency bare scan bench conformance tests"
+#   SEED=20261122  REPS=20  SIZES="20,22,24,26,28"  ALGOS="copy reduce scan exclusive-scan select
+#   reduce-by-key histogram"  ONLY="anchors latency bare scan bench conformance tests"
 #   QD_TESTS=.gpu/tests  where the test binaries are (vulkan_bare, vulkan_speed, vulkan_runtime, cuda_gpu)
 set -uo pipefail
 OUT="${OUT:-/tmp/qd-speed}"
 SEED="${SEED:-20261122}"
 REPS="${REPS:-20}"
-SIZES="${SIZES:-20 22 24 26 28}"
+SIZES="${SIZES:-20,22,24,26,28}"
+ALGOS="${ALGOS:-copy reduce scan exclusive-scan select reduce-by-key histogram}"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 mkdir -p "$OUT"
 want() { [[ -z "${ONLY:-}" || " $ONLY " == *" $1 "* ]]; }
@@ -63,13 +66,15 @@ if want latency; then
         env "$@" qd latency --backend "${BACKEND:-cuda}" 2>&1 | tee -a "$OUT/latency-$label.txt"
     }
     lat cold QD_CACHE_DISABLE=1 CUDA_CACHE_DISABLE=1 >/dev/null
-    lat qd-store QD_CUDA_CUBIN_CACHE=1 >/dev/null # stores the cubin
-    for _ in 1 2 3 4 5; do lat qd-warm QD_CUDA_CUBIN_CACHE=1 >/dev/null; done
-    lat driver-store >/dev/null # fills the driver's cache
-    for _ in 1 2 3 4 5; do lat driver-warm >/dev/null; done
+    lat ptxas-store >/dev/null # stores ptxas's cubin (the default where ptxas is found)
+    for _ in 1 2 3 4 5; do lat ptxas-warm >/dev/null; done
+    lat link-store QD_PTXAS=0 QD_CUDA_CUBIN_CACHE=1 >/dev/null # stores the link API's cubin
+    for _ in 1 2 3 4 5; do lat link-warm QD_PTXAS=0 QD_CUDA_CUBIN_CACHE=1 >/dev/null; done
+    lat driver-store QD_CUDA_CUBIN_CACHE=0 >/dev/null # fills the driver's cache
+    for _ in 1 2 3 4 5; do lat driver-warm QD_CUDA_CUBIN_CACHE=0 >/dev/null; done
     BACKEND=vulkan lat vulkan-store >/dev/null
     for _ in 1 2 3; do BACKEND=vulkan lat vulkan-warm >/dev/null; done
-    for l in cold qd-warm driver-warm vulkan-store vulkan-warm; do
+    for l in cold ptxas-store ptxas-warm link-warm driver-warm vulkan-store vulkan-warm; do
         f="$OUT/latency-$l.txt"
         summary "latency $l (median of $(grep -c '^latency' "$f")): first_launch_ms=$(field first_launch_ms <"$f" | median)" \
             "trace_ms=$(field trace_ms <"$f" | median) lower_ms=$(field lower_ms <"$f" | median)" \
@@ -85,14 +90,17 @@ if want bare; then
     summary "$(grep '^bare-vulkan' "$OUT/anchor-vulkan.txt" || tail -n 3 "$OUT/anchor-vulkan.txt")"
 fi
 
-# 4. The scan: qd's cubin cache against the whole-program JIT, interleaved, with registers.
+# 4. The scan through each route, interleaved, with registers (each route's cache warmed first).
 if want scan; then
-    for _ in 1 2 3; do
-        QD_CUDA_CUBIN_CACHE=1 qd bench scan --backend cuda --log2n 26 --reps "$REPS" --seed "$SEED" 2>/dev/null |
-            sed 's/$/ jit=cubins/'
-        qd bench scan --backend cuda --log2n 26 --reps "$REPS" --seed "$SEED" 2>/dev/null | sed 's/$/ jit=direct/'
-    done >"$OUT/scan-jit.txt"
-    for j in cubins direct; do
+    scan() { qd bench scan --backend cuda --log2n 26 --reps "$REPS" --seed "$SEED" 2>/dev/null | sed "s/\$/ jit=$1/"; }
+    for round in 0 1 2 3; do
+        scan ptxas
+        QD_PTXAS=0 QD_CUDA_CUBIN_CACHE=1 scan link
+        QD_CUDA_CUBIN_CACHE=0 scan direct
+    done | grep -v "^$" >"$OUT/scan-jit-all.txt"
+    # Round 0 compiled (and filled the caches); rounds 1-3 are the warm path.
+    tail -n 9 "$OUT/scan-jit-all.txt" >"$OUT/scan-jit.txt"
+    for j in ptxas link direct; do
         summary "scan 2^26 jit=$j: median_ms=$(grep "jit=$j" "$OUT/scan-jit.txt" | field median_ms | tr '\n' ' ')" \
             "regs=$(grep "jit=$j" "$OUT/scan-jit.txt" | field regs | sort -u | tr '\n' ' ')"
     done
@@ -100,15 +108,12 @@ fi
 
 # 5. Across backends.
 if want bench; then
-    for l in $SIZES; do
-        for cfg in "copy i32" "reduce i32" "scan i32"; do
-            read -r algo dtype <<<"$cfg"
-            qd bench "$algo" --backend cuda,vulkan --dtype "$dtype" --log2n "$l" --reps "$REPS" --seed "$SEED" \
-                >>"$OUT/bench.txt" 2>>"$OUT/bench-stderr.txt"
-        done
+    for algo in $ALGOS; do
+        qd bench "$algo" --backend cuda,vulkan --dtype i32 --log2n "$SIZES" --reps "$REPS" --seed "$SEED" \
+            >>"$OUT/bench.txt" 2>>"$OUT/bench-stderr.txt"
     done
     grep '^compare' "$OUT/bench.txt" | tee -a "$OUT/summary.txt"
-    summary "bench checks: $(grep -c 'check=ok' "$OUT/bench.txt") ok, $(grep -c 'check=fail' "$OUT/bench.txt") failed"
+    summary "bench checks: $(grep -c 'check=ok' "$OUT/bench.txt") ok, $(grep -c 'check=fail' "$OUT/bench.txt") failed; $(grep -c '^qd: bench' "$OUT/bench-stderr.txt") errors"
 fi
 
 # 6. Conformance and test binaries.

@@ -720,7 +720,48 @@ fn run_typed<T: BenchType>(device: &Device, cfg: &BenchConfig, tick: &dyn Fn()) 
             (times, n as u64 * size, check_all("histogram", &got, |i, g| *g == want[i]))
         }
     };
-    Ok(BenchResult { config: cfg.clone(), device: device.name().to_string(), times, bytes, check, registers: None })
+    let registers = main_kernel::<T>(cfg).and_then(|k| device.compile(&k).ok()?.registers());
+    Ok(BenchResult { config: cfg.clone(), device: device.name().to_string(), times, bytes, check, registers })
+}
+
+/// The kernel that does the work of `cfg.algo` (the one whose registers the summary line shows);
+/// the library builds each kernel once per shape, so compiling it again finds the loaded code.
+fn main_kernel<T: BenchType>(cfg: &BenchConfig) -> Option<Kernel> {
+    use algorithms::kernels;
+    let t = &cfg.tuning;
+    Some(match cfg.algo {
+        Algo::Copy => copy_kernel::<T>(BLOCK, COPY_ITEMS),
+        Algo::Reduce => kernels::reduce(&Operator::<T>::add(), t),
+        Algo::Scan => kernels::scan(&Operator::<T>::add(), true, t),
+        Algo::ExclusiveScan => kernels::scan(&Operator::<T>::add(), false, t),
+        Algo::Select => kernels::select_flagged::<T, u8>(t),
+        Algo::ReduceByKey => kernels::reduce_by_key::<u32, T>(&Operator::add(), t),
+        Algo::Histogram => {
+            let (lo, hi) = T::hist_bounds();
+            kernels::histogram_even(256, lo, hi, t)?
+        }
+    })
+}
+
+/// The line comparing `other`'s times with `base`'s (same algorithm, type and size, another
+/// device): `compare scan i32 n=2^26 vulkan:0/cuda:0 median=1.204 min=1.188`, time ratios (above 1:
+/// `other` is slower).
+pub fn compare_line(base: &BenchResult, other: &BenchResult) -> String {
+    let ratio = |a: Duration, b: Duration| match b.as_secs_f64() {
+        s if s > 0.0 => format!("{:.3}", a.as_secs_f64() / s),
+        _ => "n/a".into(),
+    };
+    let c = &base.config;
+    format!(
+        "compare {} {} n=2^{} {}/{} median={} min={}",
+        c.algo.name(),
+        c.dtype.name(),
+        c.log2n,
+        other.device,
+        base.device,
+        ratio(other.median(), base.median()),
+        ratio(other.min(), base.min())
+    )
 }
 
 #[cfg(test)]
@@ -795,6 +836,12 @@ mod tests {
             ..r.clone()
         };
         assert!(variant.line().ends_with("check=fail items=7 order=blockidx fallback"), "{}", variant.line());
+        let slower = BenchResult {
+            device: "vulkan:0".into(),
+            times: [5, 2, 6, 8].map(Duration::from_millis).to_vec(),
+            ..r.clone()
+        };
+        assert_eq!(compare_line(&r, &slower), "compare scan i32 n=2^20 vulkan:0/cpu median=2.200 min=2.000");
     }
 
     #[test]

@@ -530,7 +530,7 @@ fn run_latency(backend: &str) -> io::Result<ExitCode> {
 }
 
 fn run_bench(
-    backend: &str,
+    backends: &str,
     memory: MemoryModel,
     mut cfg: bench::BenchConfig,
     log2n: Option<&str>,
@@ -540,11 +540,20 @@ fn run_bench(
 ) -> io::Result<ExitCode> {
     // `cfg.seed` is the one given or a random one; printed so a run can be repeated.
     eprintln!("seed: {}", cfg.seed);
-    let device = match open_device(backend, memory, cfg.seed) {
-        Ok(d) => d,
-        Err(e) => return Ok(unavailable(e)),
+    // Several devices (`cuda,vulkan`) run the same configurations in turn; the first is the base
+    // the others are compared with (D22: Vulkan against CUDA on the same GPU).
+    let mut devices = Vec::new();
+    for name in backends.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        match open_device(name, memory, cfg.seed) {
+            Ok(d) => devices.push(d),
+            Err(e) => return Ok(unavailable(e)),
+        }
+    }
+    let Some(first) = devices.first() else {
+        eprintln!("qd: bench: --backend names no device");
+        return Ok(ExitCode::from(2));
     };
-    let (default_log2n, default_reps, default_warmup) = bench::BenchConfig::defaults_for(&device);
+    let (default_log2n, default_reps, default_warmup) = bench::BenchConfig::defaults_for(first);
     let sizes = match log2n.map(plot::parse_sizes).unwrap_or(Ok(vec![default_log2n])) {
         Ok(s) => s,
         Err(why) => {
@@ -554,7 +563,8 @@ fn run_bench(
     };
     cfg.reps = reps.unwrap_or(default_reps);
     cfg.warmup = warmup.unwrap_or(default_warmup);
-    let bar = indicatif::ProgressBar::new(sizes.len() as u64 * u64::from(cfg.warmup + cfg.reps));
+    let launches = (sizes.len() * devices.len()) as u64 * u64::from(cfg.warmup + cfg.reps);
+    let bar = indicatif::ProgressBar::new(launches);
     bar.set_style(
         indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} launches, {elapsed}")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
@@ -562,29 +572,42 @@ fn run_bench(
     let mut code = ExitCode::SUCCESS;
     for log2n in sizes {
         cfg.log2n = log2n;
-        bar.set_message(format!("{} {} n=2^{log2n}", cfg.algo.name(), cfg.dtype.name()));
-        match bench::run_bench(&device, &cfg, &|| bar.inc(1)) {
-            Ok(result) => {
-                let text = if json {
-                    serde_json::to_string(&result.record()).map_err(io::Error::other)?
-                } else {
-                    result.line()
-                };
-                bar.suspend(|| writeln!(io::stdout().lock(), "{text}"))?;
-                if let Err(why) = &result.check {
-                    bar.suspend(|| {
-                        eprintln!(
-                            "qd: bench {}: wrong result: {why} (reproduce with --seed {})",
-                            cfg.algo.name(),
-                            cfg.seed
-                        )
-                    });
+        let mut results: Vec<bench::BenchResult> = Vec::new();
+        for device in &devices {
+            bar.set_message(format!("{} {} n=2^{log2n} on {}", cfg.algo.name(), cfg.dtype.name(), device.name()));
+            match bench::run_bench(device, &cfg, &|| bar.inc(1)) {
+                Ok(result) => {
+                    let text = if json {
+                        serde_json::to_string(&result.record()).map_err(io::Error::other)?
+                    } else {
+                        result.line()
+                    };
+                    bar.suspend(|| writeln!(io::stdout().lock(), "{text}"))?;
+                    match &result.check {
+                        Err(why) => {
+                            bar.suspend(|| {
+                                eprintln!(
+                                    "qd: bench {} on {}: wrong result: {why} (reproduce with --seed {})",
+                                    cfg.algo.name(),
+                                    device.name(),
+                                    cfg.seed
+                                )
+                            });
+                            code = ExitCode::FAILURE;
+                        }
+                        Ok(()) => results.push(result),
+                    }
+                }
+                Err(e) => {
+                    bar.suspend(|| eprintln!("qd: bench {} on {}: {e}", cfg.algo.name(), device.name()));
                     code = ExitCode::FAILURE;
                 }
             }
-            Err(e) => {
-                bar.suspend(|| eprintln!("qd: bench {}: {e}", cfg.algo.name()));
-                code = ExitCode::FAILURE;
+        }
+        // Only checked results are compared, and only in text mode (JSON records carry the times).
+        if let (false, Some((base, others))) = (json, results.split_first()) {
+            for other in others {
+                bar.suspend(|| writeln!(io::stdout().lock(), "{}", bench::compare_line(base, other)))?;
             }
         }
     }

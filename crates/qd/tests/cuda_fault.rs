@@ -10,7 +10,7 @@ use qd::runtime::{CudaOptions, PtxCode, PtxParam};
 
 #[test]
 fn a_kernel_fault_is_a_driver_error_naming_the_kernel() {
-    let d = match Device::cuda_with(0, CudaOptions { disk_cache: false, cache_dir: None }) {
+    let d = match Device::cuda_with(0, CudaOptions { disk_cache: false, cache_dir: None, ptxas: None }) {
         Ok(d) => d,
         Err(QdError::Unavailable { reason, .. }) if std::env::var("QD_REQUIRE_CUDA").as_deref() != Ok("1") => {
             eprintln!("skipped: no CUDA device ({reason})");

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 fn gpu(tag: &str, disk_cache: bool) -> Option<(Device, PathBuf)> {
     let dir = std::env::temp_dir().join(format!("qd-cuda-test-{}-{tag}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    match Device::cuda_with(0, CudaOptions { disk_cache, cache_dir: Some(dir.clone()) }) {
+    match Device::cuda_with(0, CudaOptions { disk_cache, cache_dir: Some(dir.clone()), ptxas: None }) {
         Ok(d) => Some((d, dir)),
         Err(QdError::Unavailable { reason, .. }) if std::env::var("QD_REQUIRE_CUDA").as_deref() != Ok("1") => {
             eprintln!("skipped: no CUDA device ({reason}); QD_REQUIRE_CUDA=1 makes this a failure");
@@ -387,7 +387,7 @@ fn the_disk_cache_skips_the_jit_for_a_new_device_and_a_new_process() {
 #[ignore = "run as a child process by the disk cache test"]
 fn child_process_compile() {
     let Some(dir) = std::env::var_os("QD_TEST_CHILD_CACHE_DIR") else { return };
-    let d = Device::cuda_with(0, CudaOptions { disk_cache: true, cache_dir: Some(dir.into()) }).unwrap();
+    let d = Device::cuda_with(0, CudaOptions { disk_cache: true, cache_dir: Some(dir.into()), ptxas: None }).unwrap();
     d.override_ptx("cuda_add_scalar", add_scalar_ptx()).unwrap();
     let a = d.array_from(&[1i32]).unwrap();
     d.launch(&add_scalar_kernel(), &[a.arg(), Arg::scalar(1i32)]).unwrap();
@@ -466,4 +466,47 @@ fn lowered_kernel_runs() {
         }
         Err(e) => panic!("{e}"),
     }
+}
+
+/// The ptxas route of the disk cache (D23): whole-program cubins with the driver JIT's register
+/// count, a bad PTX reported through the JIT's log, and a second device loading the cubin.
+#[test]
+fn ptxas_cubins_are_whole_program_code() {
+    let Some(ptxas) = CudaOptions::from_env().ptxas else {
+        // The GPU record's machine has the toolkit; elsewhere there is nothing to compare.
+        assert_ne!(std::env::var("QD_REQUIRE_CUDA").as_deref(), Ok("1"), "QD_REQUIRE_CUDA=1 but no ptxas found");
+        eprintln!("skipped: no ptxas (set QD_PTXAS or install the CUDA toolkit)");
+        return;
+    };
+    let Some((jit, _)) = gpu("ptxas-jit", false) else { return };
+    let dir = std::env::temp_dir().join(format!("qd-cuda-test-{}-ptxas", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let options = CudaOptions { disk_cache: true, cache_dir: Some(dir.clone()), ptxas: Some(ptxas) };
+    let d = Device::cuda_with(0, options.clone()).unwrap();
+    // A kernel with enough live values that relocatable code would differ: the library's scan.
+    let k = qd::algorithms::kernels::scan(&qd::algorithms::Operator::<i32>::add(), true, &Default::default());
+    let via_ptxas = d.compile(&k).unwrap();
+    let cold = d.compile_stats().unwrap();
+    assert!(matches!(cold.disk, DiskCacheUse::Stored(ref p) if p.starts_with(&dir)), "{cold:?}");
+    let via_jit = jit.compile(&k).unwrap();
+    assert_eq!(via_ptxas.registers(), via_jit.registers(), "ptxas and the driver's JIT should make the same code");
+    // Another device with the same cache loads the file.
+    let again = Device::cuda_with(0, options).unwrap();
+    again.compile(&k).unwrap();
+    assert!(matches!(again.compile_stats().unwrap().disk, DiskCacheUse::Hit(_)));
+    // A bad PTX: ptxas refuses it, the JIT reports it (CUDA_ERROR_INVALID_PTX with its log).
+    let add = add_scalar_kernel();
+    let mut code = add_scalar_ptx();
+    code.text = code.text.replace("add.s32 %r9, %r9, %r2;", "add.bogus.s32 %r9, %r9, %r2;");
+    d.override_ptx("cuda_add_scalar", code).unwrap();
+    let a = d.zeros::<i32>(4).unwrap();
+    match d.launch(&add, &[a.arg(), Arg::scalar(1i32)]).unwrap_err() {
+        QdError::Driver { call, message, .. } => {
+            assert_eq!(call, "cuModuleLoadDataEx");
+            assert!(message.contains("bogus"), "{message}");
+        }
+        other => panic!("expected a driver error, got {other}"),
+    }
+    eprintln!("ptxas route: {} registers; cold {:?}", via_ptxas.registers().unwrap_or(0), cold);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,13 +1,14 @@
-//! The on-disk cache of compiled kernels: a second process loads the cubin (CUDA, opt-in with
-//! `QD_CUDA_CUBIN_CACHE=1`: by default the driver's own JIT cache keeps CUDA code, D23) or the code
+//! The on-disk cache of compiled kernels: a second process loads the cubin (CUDA: from `ptxas`
+//! where one is installed, else opt-in with `QD_CUDA_CUBIN_CACHE=1`; D23) or the code
 //! object (AMDGPU, `amdgpu/<gfx>/<key>.hsaco`) the first one made instead of running the driver's
 //! PTX JIT (or ROCm's `llc` and `ld.lld`) again; Vulkan keeps its pipeline caches here too
 //! (`vulkan/<uuid>/<key>.pipeline`, see `vulkan/pipeline_cache.rs`).
 //!
 //! * Where: `$QD_CACHE_DIR/cuda/sm_XX/<key>.cubin`; without `QD_CACHE_DIR`, `~/.cache/qd`.
 //! * Off: `QD_CACHE_DISABLE=1` (any value but empty or `0`), or [`CudaOptions`](super::CudaOptions).
-//! * Key: a 128-bit FNV-1a hash of a format tag, the compute capability, the driver version and the
-//!   PTX text, so a new driver or a different PTX never reuses an old cubin.
+//! * Key: a 128-bit FNV-1a hash of a format tag, the compute capability, the driver version, the
+//!   compiler (the `ptxas`'s path, size and time, or the link API) and the PTX text, so a new
+//!   driver, toolkit or PTX never reuses an old cubin.
 //! * Writes go to a temporary file in the same folder and are renamed into place, so concurrent
 //!   processes never see a partial file. A file that is not an ELF image, or that the driver refuses
 //!   (say, one cut short by a crash), is treated as a miss and overwritten.
@@ -26,7 +27,7 @@ use std::path::PathBuf;
 
 /// Bump when the cache's layout or key changes.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-const FORMAT_TAG: &[u8] = b"qd-cubin-cache-v1\0";
+const FORMAT_TAG: &[u8] = b"qd-cubin-cache-v2\0";
 
 /// Environment variable naming the cache folder.
 pub const CACHE_DIR_VAR: &str = "QD_CACHE_DIR";
@@ -62,10 +63,11 @@ fn fnv1a_128(parts: &[&[u8]]) -> u128 {
     h
 }
 
-/// The cache key of a PTX module for compute capability `sm` under driver `driver_version`.
+/// The cache key of a PTX module for compute capability `sm` under driver `driver_version`,
+/// compiled by `compiler` (a `ptxas`'s identity, or the link API's tag).
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-pub(crate) fn key(ptx: &str, sm: u32, driver_version: u32) -> String {
-    key_of(FORMAT_TAG, &[&sm.to_le_bytes(), &driver_version.to_le_bytes(), ptx.as_bytes()])
+pub(crate) fn key(ptx: &str, sm: u32, driver_version: u32, compiler: &[u8]) -> String {
+    key_of(FORMAT_TAG, &[&sm.to_le_bytes(), &driver_version.to_le_bytes(), compiler, ptx.as_bytes()])
 }
 
 /// A cubin cache rooted at one folder.
@@ -146,12 +148,13 @@ mod tests {
 
     #[test]
     fn key_depends_on_every_input() {
-        let k = key(".version 8.0", 90, 13000);
+        let k = key(".version 8.0", 90, 13000, b"ptxas");
         assert_eq!(k.len(), 32);
-        assert_eq!(k, key(".version 8.0", 90, 13000));
-        assert_ne!(k, key(".version 8.0 ", 90, 13000));
-        assert_ne!(k, key(".version 8.0", 80, 13000));
-        assert_ne!(k, key(".version 8.0", 90, 12080));
+        assert_eq!(k, key(".version 8.0", 90, 13000, b"ptxas"));
+        assert_ne!(k, key(".version 8.0 ", 90, 13000, b"ptxas"));
+        assert_ne!(k, key(".version 8.0", 80, 13000, b"ptxas"));
+        assert_ne!(k, key(".version 8.0", 90, 12080, b"ptxas"));
+        assert_ne!(k, key(".version 8.0", 90, 13000, b"link-api"));
     }
 
     #[test]
@@ -173,7 +176,7 @@ mod tests {
         let root = std::env::temp_dir().join(format!("qd-disk-cache-test-{}", std::process::id()));
         let cache = DiskCache::new(root.clone());
         assert_eq!(cache.root(), root);
-        let path = cache.path(&key("x", 90, 1), 90);
+        let path = cache.path(&key("x", 90, 1, b""), 90);
         assert!(path.starts_with(root.join("cuda").join("sm_90")));
         assert!(cache.load(&path).is_none());
         let image = b"\x7fELF and the rest of a cubin".to_vec();

@@ -90,8 +90,8 @@ pub enum Error {
 }
 
 impl Error {
-    /// Names the user's line of the launch call (D30) in a launch or argument error (`Error::Launch`,
-    /// `Error::Argument`): those are found after tracing, where no instruction points at the user's
+    /// Names the user's line of the launch call (D30) in a launch, argument or driver error
+    /// (`Error::Launch`, `Error::Argument`, `Error::Driver`): those are found after tracing, where no instruction points at the user's
     /// code, so the message ends with `(the launch at file:line:col)`. Other errors already carry
     /// their own line (trace and emulator errors) or concern the device, and pass unchanged.
     pub(crate) fn at_launch_site(self, site: SrcLoc) -> Error {
@@ -101,6 +101,9 @@ impl Error {
             Error::Argument { kernel, index, param, message } => {
                 Error::Argument { kernel, index, param, message: sited(message) }
             }
+            // A driver failure of this launch (loading its module, the launch, a fault seen at the
+            // synchronization) happened for the user's launch call: name it too.
+            Error::Driver { kernel, call, message } => Error::Driver { kernel, call, message: sited(message) },
             other => other,
         }
     }
@@ -108,3 +111,21 @@ impl Error {
 
 /// Result alias.
 pub type Result<T> = std::result::Result<T, Error>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn launch_argument_and_driver_errors_name_the_launch_line() {
+        let site = SrcLoc::caller();
+        let line = format!("(the launch at {site})");
+        let launch = Error::Launch { kernel: "k".into(), message: "bad grid".into() };
+        assert!(launch.at_launch_site(site).to_string().ends_with(&line));
+        let driver = Error::Driver { kernel: "k".into(), call: "cuCtxSynchronize".into(), message: "fault".into() };
+        assert!(driver.at_launch_site(site).to_string().ends_with(&line));
+        // Errors that carry their own line, or none that a launch explains, pass unchanged.
+        let other = Error::Unavailable { backend: "cuda".into(), reason: "no driver".into() };
+        assert!(!other.at_launch_site(site).to_string().contains("the launch at"));
+    }
+}

@@ -50,7 +50,7 @@ mod metal;
 mod vulkan;
 
 pub use array::{Arg, ArrayHandle, DeviceArray};
-pub use cuda::{CudaOptions, PtxCode, PtxParam, CUBIN_CACHE_VAR};
+pub use cuda::{CudaOptions, PtxCode, PtxParam, CUBIN_CACHE_VAR, PTXAS_VAR};
 pub use device::{CompiledKernel, Device};
 pub use disk_cache::{CACHE_DIR_VAR, CACHE_DISABLE_VAR};
 pub use errors::{Error, Result};

@@ -32,11 +32,19 @@ impl Props {
     }
 }
 
+/// A `ptxas` and what identifies it in cache keys.
+pub(super) struct Ptxas {
+    pub(super) path: std::path::PathBuf,
+    pub(super) identity: Vec<u8>,
+}
+
 /// One CUDA device: its primary context, properties and disk cache.
 pub(crate) struct CudaDevice {
     pub(super) ctx: Arc<Context>,
     pub(crate) props: Props,
     pub(super) disk: Option<DiskCache>,
+    /// The `ptxas` that compiles the disk cache's cubins (`None`: the link API does).
+    pub(super) ptxas: Option<Ptxas>,
     /// PTX given through `Device::override_ptx`, by kernel name.
     pub(super) ptx_overrides: CodeOverrides<PtxCode>,
 }
@@ -96,7 +104,9 @@ impl CudaDevice {
             (Some(dir), true) => Some(DiskCache::new(dir.clone())),
             _ => None,
         };
-        Ok(CudaDevice { ctx, props, disk, ptx_overrides: CodeOverrides::new() })
+        let ptxas =
+            options.ptxas.as_ref().map(|path| Ptxas { identity: super::ptxas::identity(path), path: path.clone() });
+        Ok(CudaDevice { ctx, props, disk, ptxas, ptx_overrides: CodeOverrides::new() })
     }
 
     /// The disk cache's folder, when it is on.

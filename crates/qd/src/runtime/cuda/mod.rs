@@ -6,14 +6,14 @@
 //!   sequence of driver calls, so a [`Device`](super::Device) can be used from any thread.
 //! * Memory: plain `cuMemAlloc` allocations (no managed memory), synchronous copies.
 //! * Kernels: PTX from the NVPTX lowering (or [`Device::override_ptx`](super::Device::override_ptx)),
-//!   compiled by the driver's JIT and loaded as a module (D23). By default the PTX goes straight to
-//!   `cuModuleLoadDataEx`: whole-program code, which the driver keeps in its own JIT cache
-//!   (`CUDA_CACHE_PATH`, `~/.nv/ComputeCache` by default; `CUDA_CACHE_DISABLE=1` turns it off), so a
-//!   later process gets it without compiling. With qd's cubin cache on ([`CudaOptions::disk_cache`],
-//!   `QD_CUDA_CUBIN_CACHE=1`) the PTX goes through the link API (`cuLinkCreate`/`cuLinkAddData`/
-//!   `cuLinkComplete`) and the cubin is stored (see `disk_cache.rs`); a later process loads the cubin
-//!   with `cuModuleLoadData`: a faster first launch, but relocatable code (more registers; the
-//!   look-back scan 4-6% slower). Either way a rejected module comes back as
+//!   compiled to whole-program code and loaded as a module (D23). Where a `ptxas` is installed
+//!   ([`CudaOptions::ptxas`]), it compiles the PTX to a cubin that qd's disk cache keeps (see
+//!   `disk_cache.rs`), so a later process only loads the file (`cuModuleLoadData`). Without one,
+//!   the PTX goes straight to `cuModuleLoadDataEx`: the same code, which the driver keeps in its
+//!   own JIT cache (`CUDA_CACHE_PATH`, `~/.nv/ComputeCache` by default; `CUDA_CACHE_DISABLE=1`
+//!   turns it off), with a slower lookup. `QD_CUDA_CUBIN_CACHE=1` without a `ptxas` caches cubins
+//!   from the link API (`cuLinkCreate`/`cuLinkAddData`/`cuLinkComplete`): relocatable code (more
+//!   registers; the look-back scan 4-6% slower). Either way a rejected module comes back as
 //!   [`Error::Driver`](crate::runtime::Error::Driver) with the JIT's error log in its message.
 //! * Launch: params marshalled per [`PtxParam`] (an array is a u64 device pointer then its u32
 //!   length; a scalar is passed at its natural width, bool as u8), block = the kernel's `block_dim`,
@@ -28,6 +28,7 @@
 //!
 //! Files: `driver.rs` (the driver library, errors, the primary context), `device.rs` (opening a
 //! device, its properties, arrays), `jit.rs` (PTX to a module: the JIT and the link API),
+//! `ptxas.rs` (whole-program cubins from NVIDIA's `ptxas`),
 //! `module.rs` (lowering, loading a kernel, shared-memory attributes), `launch.rs` (parameter
 //! marshalling, launches, events, occupancy), `runtime.rs` (the `Runtime` implementation `Device`
 //! holds).
@@ -42,6 +43,7 @@ mod jit;
 mod launch;
 #[cfg(feature = "cuda")]
 mod module;
+mod ptxas;
 #[cfg(feature = "cuda")]
 mod runtime;
 
@@ -49,6 +51,8 @@ mod runtime;
 pub(super) use driver::device_count;
 #[cfg(feature = "cuda")]
 pub(super) use runtime::open;
+
+pub use ptxas::PTXAS_VAR;
 
 use super::disk_cache;
 use crate::ir::DType;
@@ -88,39 +92,57 @@ pub enum PtxParam {
     },
 }
 
-/// Environment variable that turns qd's cubin cache on for CUDA (`1`; D23).
+/// Environment variable that turns qd's cubin cache on (`1`) or off (`0`) for CUDA (D23); unset,
+/// the cache is on where a `ptxas` is found ([`CudaOptions::ptxas`]).
 pub const CUBIN_CACHE_VAR: &str = "QD_CUDA_CUBIN_CACHE";
 
 /// Settings of a CUDA device.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CudaOptions {
-    /// Compile PTX through the link API and keep the cubins in qd's disk cache, so a later process
-    /// loads them (`QD_CUDA_CUBIN_CACHE=1`; off by default, and `QD_CACHE_DISABLE=1` keeps it
-    /// off). The first launch of a cached kernel is faster (0.27 ms against 0.47 ms for a small
-    /// kernel on an H100), but the link API compiles relocatable code: the look-back scan takes 64
-    /// registers instead of 48 and runs 4-6% slower. Off, PTX goes to `cuModuleLoadDataEx`
-    /// (whole-program code), which the driver's own JIT cache keeps between processes (D23).
+    /// Keep cubins in qd's disk cache, so a later process loads them instead of compiling: a warm
+    /// first launch of a small kernel in 0.27 ms on an H100, against 0.47 ms through the driver's
+    /// JIT cache. The cubins come from [`ptxas`](CudaOptions::ptxas) when there is one
+    /// (whole-program code, the JIT's), else from the link API (relocatable code: the look-back
+    /// scan takes 64 registers instead of 48 and runs 4-6% slower). Off, PTX goes to
+    /// `cuModuleLoadDataEx`, which the driver's own JIT cache keeps between processes (D23).
+    /// From the environment: on where a `ptxas` is found, or with `QD_CUDA_CUBIN_CACHE=1`;
+    /// `QD_CUDA_CUBIN_CACHE=0` and `QD_CACHE_DISABLE=1` turn it off.
     pub disk_cache: bool,
     /// The cache folder (`$QD_CACHE_DIR`, else `~/.cache/qd`); `None` with `disk_cache` means no
     /// folder could be found, so nothing is cached.
     pub cache_dir: Option<PathBuf>,
+    /// The `ptxas` that compiles the cached cubins: `$QD_PTXAS` (empty or `0`: none), else
+    /// `ptxas` on `PATH`, in `$CUDA_PATH/bin`, `$CUDA_HOME/bin` or `/usr/local/cuda/bin`. `None`:
+    /// the link API compiles them. When `ptxas` fails, or the driver refuses its cubin (a toolkit
+    /// newer than the driver), the kernel is compiled by the driver's JIT and
+    /// [`CompileStats::disk`](super::CompileStats::disk) says why.
+    pub ptxas: Option<PathBuf>,
 }
 
 impl CudaOptions {
-    /// From the environment: `QD_CUDA_CUBIN_CACHE` (on when set to anything but empty or `0`),
-    /// `QD_CACHE_DISABLE` (wins over it) and `QD_CACHE_DIR` (else `~/.cache/qd`).
+    /// From the environment: `QD_PTXAS` (else the `ptxas` found), `QD_CUDA_CUBIN_CACHE` (unset: on
+    /// where a `ptxas` is found; else on when set to anything but empty or `0`),
+    /// `QD_CACHE_DISABLE` (wins over both) and `QD_CACHE_DIR` (else `~/.cache/qd`).
     ///
     /// ```
     /// use qd::runtime::CudaOptions;
     /// let options = CudaOptions::from_env();
     /// // `QD_CACHE_DISABLE=1` turns the disk cache off; `QD_CACHE_DIR` moves it.
-    /// println!("disk cache {} in {:?}", options.disk_cache, options.cache_dir);
+    /// println!("disk cache {} in {:?}, cubins by {:?}", options.disk_cache, options.cache_dir, options.ptxas);
     /// let private = CudaOptions { cache_dir: Some(std::env::temp_dir().join("my-cubins")), ..options };
     /// assert!(private.cache_dir.is_some());
     /// ```
     pub fn from_env() -> CudaOptions {
-        let cubins = std::env::var_os(CUBIN_CACHE_VAR).is_some_and(|v| !v.is_empty() && v != "0");
-        CudaOptions { disk_cache: cubins && !disk_cache::disabled_by_env(), cache_dir: disk_cache::dir_from_env() }
+        let ptxas = ptxas::find_from_env();
+        let cubins = match std::env::var_os(CUBIN_CACHE_VAR) {
+            None => ptxas.is_some(),
+            Some(v) => !v.is_empty() && v != "0",
+        };
+        CudaOptions {
+            disk_cache: cubins && !disk_cache::disabled_by_env(),
+            cache_dir: disk_cache::dir_from_env(),
+            ptxas,
+        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! Loading a kernel: PTX from the NVPTX lowering (or an override), through the disk cache or the
 //! JIT, then its entry function and shared-memory attributes.
 
-use super::device::{CudaDevice, DEFAULT_SHARED_LIMIT};
+use super::device::{CudaDevice, Ptxas, DEFAULT_SHARED_LIMIT};
 use super::driver::{check, Context, DriverFailure};
 use super::jit::{jit_link, jit_load, load_image};
 use super::{PtxCode, PtxParam};
@@ -9,14 +9,16 @@ use crate::backend::ptx::{ParamAbi, Ptx, PtxModule};
 use crate::backend::Backend;
 use crate::ir::{self, Param};
 use crate::runtime::disk_cache;
+use crate::runtime::disk_cache::DiskCache;
 use crate::runtime::{CompileStats, DiskCacheUse, Error, Result};
 use crate::target::Target;
 use crate::trace::TraceError;
 use cudarc::driver::sys;
-use std::ffi::{c_int, CString};
+use std::ffi::{c_int, CStr, CString};
+use std::path::Path;
 use std::ptr::null_mut;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Lowers `kernel` (traced for `target`) to PTX through the NVPTX backend's face.
 pub(crate) fn lower(kernel: &ir::Kernel, target: &Target) -> std::result::Result<PtxCode, TraceError> {
@@ -61,7 +63,8 @@ impl CudaDevice {
                 module
             }
             Some(disk) => {
-                let key = disk_cache::key(&code.text, sm, self.props.driver_version);
+                let compiler = self.ptxas.as_ref().map(|p| p.identity.as_slice()).unwrap_or(b"link-api");
+                let key = disk_cache::key(&code.text, sm, self.props.driver_version, compiler);
                 let path = disk.path(&key, sm);
                 let cached = disk.load(&path).and_then(|cubin| load_image(&cubin).ok());
                 match cached {
@@ -69,15 +72,7 @@ impl CudaDevice {
                         stats.disk = DiskCacheUse::Hit(path);
                         module
                     }
-                    None => {
-                        let (cubin, wall) = jit_link(&text, &name).map_err(drv)?;
-                        stats.jit = wall;
-                        stats.disk = match disk.store(&path, &cubin) {
-                            Ok(()) => DiskCacheUse::Stored(path),
-                            Err(e) => DiskCacheUse::StoreFailed(format!("{}: {e}", path.display())),
-                        };
-                        load_image(&cubin).map_err(drv)?
-                    }
+                    None => self.compile_to_cache(disk, &path, &code.text, &text, &name, stats).map_err(drv)?,
                 }
             }
         };
@@ -122,6 +117,57 @@ impl CudaDevice {
         }
         stats.load = start.elapsed();
         Ok(CudaKernel { kernel, code, module, func, dynamic_shared })
+    }
+}
+
+impl CudaDevice {
+    /// A cache miss: compiles the PTX to a cubin (`ptxas` when there is one, else the link API),
+    /// loads it and stores it at `path`. When `ptxas` fails or the driver refuses its cubin, the
+    /// driver's JIT compiles the PTX instead (its error log is the one a bad PTX reports), nothing
+    /// is stored, and `stats.disk` says why.
+    fn compile_to_cache(
+        &self,
+        disk: &DiskCache,
+        path: &Path,
+        ptx: &str,
+        text: &CStr,
+        name: &str,
+        stats: &mut CompileStats,
+    ) -> std::result::Result<sys::CUmodule, DriverFailure> {
+        let (module, cubin, wall) = match self.ptxas.as_ref().map(|p| self.ptxas_module(p, path, ptx)) {
+            Some(Ok(done)) => done,
+            Some(Err(why)) => {
+                let (module, wall) = jit_load(text)?;
+                stats.jit = wall;
+                stats.disk = DiskCacheUse::StoreFailed(format!("{why}; compiled by the driver's JIT instead"));
+                return Ok(module);
+            }
+            None => {
+                let (cubin, wall) = jit_link(text, name)?;
+                (load_image(&cubin)?, cubin, wall)
+            }
+        };
+        stats.jit = wall;
+        stats.disk = match disk.store(path, &cubin) {
+            Ok(()) => DiskCacheUse::Stored(path.to_path_buf()),
+            Err(e) => DiskCacheUse::StoreFailed(format!("{}: {e}", path.display())),
+        };
+        Ok(module)
+    }
+
+    /// `ptxas`'s cubin for `ptx`, loaded (its scratch files beside `path`), or why not.
+    fn ptxas_module(
+        &self,
+        ptxas: &Ptxas,
+        path: &Path,
+        ptx: &str,
+    ) -> std::result::Result<(sys::CUmodule, Vec<u8>, Option<Duration>), String> {
+        let scratch = path.parent().ok_or("the cache path has no folder")?;
+        std::fs::create_dir_all(scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
+        let (cubin, wall) = super::ptxas::compile(&ptxas.path, ptx, self.props.sm(), scratch)?;
+        let module = load_image(&cubin)
+            .map_err(|e| format!("the driver refused the cubin of {}: {}", ptxas.path.display(), e.message))?;
+        Ok((module, cubin, Some(wall)))
     }
 }
 

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# One GPU run for what is left of issues 13, 14, 15 and 16, when little device time is left: run on
+# the GPU machine after `. .gpu/setup` (gpu-bundle --vulkan --tests) from the repository root.
+# Everything lands in $OUT (default /tmp/qd-combined) as it is made, so a run cut short keeps what
+# it did; the summary is printed last. Steps, each skippable with ONLY="...":
+#   speed      issue 14: first-launch latency per CUDA route and the scan per route, with
+#              registers (scripts/gpu-speed.sh, ONLY="latency scan"), and the CUDA test binary
+#              (the ptxas route's own test)
+#   cub        issue 13: CUB's scan, select and reduce-by-key on i32 (nvcc in the background,
+#              started after the latency step so it does not disturb it) against `qd bench`
+#   conformance  qd conformance on cuda and vulkan; the macro tour (issue 15) on both
+#   difftest   issue 16: random programs on the emulators, CUDA and NVIDIA Vulkan (DIFFTEST_SECONDS),
+#              and the saved regression cases
+#   cross      issue 14: `qd bench --backend cuda,vulkan` for every algorithm (CROSS_SIZES)
+set -uo pipefail
+OUT="${OUT:-/tmp/qd-combined}"
+SEED="${SEED:-20261128}"
+DIFFTEST_SECONDS="${DIFFTEST_SECONDS:-45}"
+CROSS_SIZES="${CROSS_SIZES:-20,24,28}"
+CUB_SIZES="${CUB_SIZES:-24 26 28}"
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+mkdir -p "$OUT"
+want() { [[ -z "${ONLY:-}" || " $ONLY " == *" $1 "* ]]; }
+summary() { echo "$*" | tee -a "$OUT/summary.txt"; }
+: >"$OUT/summary.txt"
+start=$SECONDS
+summary "date: $(date -u +%Y-%m-%dT%H:%MZ)"
+summary "gpu: $(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv,noheader 2>&1 | head -n 1)"
+summary "ptxas: $(command -v ptxas || ls /usr/local/cuda/bin/ptxas 2>/dev/null || echo none)"
+export PATH="$PATH:/usr/local/cuda/bin"
+
+if want speed; then
+    OUT="$OUT/speed" ONLY="latency scan" REPS=20 bash "$HERE/scripts/gpu-speed.sh" >/dev/null 2>&1
+    grep -E '^(latency|scan)' "$OUT/speed/summary.txt" | tee -a "$OUT/summary.txt"
+    bin=$(ls .gpu/tests/cuda_gpu-* 2>/dev/null | head -n 1)
+    QD_REQUIRE_CUDA=1 "$bin" --nocapture >"$OUT/test-cuda_gpu.txt" 2>&1
+    summary "test cuda_gpu: exit $? $(grep '^test result' "$OUT/test-cuda_gpu.txt" | tail -n 1)"
+    summary "$(grep '^ptxas route' "$OUT/test-cuda_gpu.txt")"
+fi
+
+# CUB for the algorithms' record, compiled while the rest runs.
+if want cub && command -v nvcc >/dev/null; then
+    (nvcc -O3 -std=c++17 -arch=sm_90 -DONE_DTYPE -DDTYPE_I32 -o "$OUT/cub_bench_i32" "$HERE/bench/cub_bench.cu" \
+        >"$OUT/nvcc.txt" 2>&1) &
+    nvcc_pid=$!
+fi
+
+if want conformance; then
+    for b in cuda vulkan; do
+        t=$SECONDS
+        qd conformance --backend "$b" --seed "$SEED" >"$OUT/conformance-$b.txt" 2>&1
+        summary "conformance $b (seed $SEED, $((SECONDS - t))s, exit $?): $(tail -n 1 "$OUT/conformance-$b.txt")"
+        qd tour --backend "$b" >"$OUT/tour-$b.txt" 2>&1
+        summary "tour $b (macro form): exit $? $(tail -n 1 "$OUT/tour-$b.txt")"
+    done
+fi
+
+if want difftest; then
+    t=$SECONDS
+    qd difftest --backend emulators,cuda,vulkan --seed "$SEED" --seconds "$DIFFTEST_SECONDS" \
+        >"$OUT/difftest.txt" 2>&1
+    summary "difftest emulators,cuda,vulkan (seed $SEED, $((SECONDS - t))s, exit $?): $(tail -n 1 "$OUT/difftest.txt")"
+    if [[ -n "${DIFFTEST_REGRESSIONS:-}" ]]; then
+        eval "$DIFFTEST_REGRESSIONS" >"$OUT/difftest-regressions.txt" 2>&1
+        summary "difftest regressions: exit $? $(tail -n 1 "$OUT/difftest-regressions.txt")"
+    fi
+fi
+
+if want cub; then
+    cub=""
+    if [[ -n "${nvcc_pid:-}" ]]; then
+        wait "$nvcc_pid"
+        [[ -x "$OUT/cub_bench_i32" ]] && cub="$OUT/cub_bench_i32" || summary "nvcc failed: $(tail -n 3 "$OUT/nvcc.txt")"
+    fi
+    for algo in ${CUB_ALGOS:-scan select reduce-by-key}; do
+        for l in $CUB_SIZES; do
+            qd bench "$algo" --backend cuda --dtype i32 --log2n "$l" --reps 20 --seed "$SEED" --json \
+                >>"$OUT/records.jsonl" 2>>"$OUT/qd-stderr.txt"
+            [[ -n "$cub" ]] && "$cub" "$algo" i32 "$l" 20 "$SEED" --json 2>>"$OUT/cub-stderr.txt" | grep '^{' \
+                >>"$OUT/records.jsonl"
+        done
+    done
+    python3 - "$OUT/records.jsonl" <<'EOF' | tee -a "$OUT/summary.txt"
+import json, sys
+rows = {}
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    rows.setdefault((r["algo"], r["log2n"]), {})[r["implementation"]] = r
+for (algo, l), impls in sorted(rows.items()):
+    qd, cub = impls.get("qd"), impls.get("cub")
+    if qd and cub:
+        print(f"vs-cub {algo} i32 n=2^{l} qd_ms={qd['median_ms']:.4f} cub_ms={cub['median_ms']:.4f} "
+              f"qd/cub_throughput={cub['median_ms'] / qd['median_ms']:.3f} check={qd['check']}/{cub['check']}")
+EOF
+fi
+
+if want cross; then
+    for algo in copy reduce scan exclusive-scan select reduce-by-key histogram; do
+        qd bench "$algo" --backend cuda,vulkan --dtype i32 --log2n "$CROSS_SIZES" --reps 10 --seed "$SEED" \
+            >>"$OUT/cross.txt" 2>>"$OUT/cross-stderr.txt"
+    done
+    grep '^compare' "$OUT/cross.txt" | tee -a "$OUT/summary.txt"
+    summary "cross checks: $(grep -c 'check=ok' "$OUT/cross.txt") ok, $(grep -c 'check=fail' "$OUT/cross.txt") failed"
+fi
+summary "total: $((SECONDS - start))s"
