@@ -57,12 +57,16 @@ fi
 
 if want difftest; then
     t=$SECONDS
+    # A mismatch is shrunk for 15 s at most and saved under $OUT/difftest-cases (D27).
     qd difftest --backend emulators,cuda,vulkan --seed "$SEED" --seconds "$DIFFTEST_SECONDS" \
-        >"$OUT/difftest.txt" 2>&1
+        --shrink-seconds 15 --save "$OUT/difftest-cases" >"$OUT/difftest.txt" 2>&1
     summary "difftest emulators,cuda,vulkan (seed $SEED, $((SECONDS - t))s, exit $?): $(tail -n 1 "$OUT/difftest.txt")"
+    # The saved cases (the lavapipe ones must agree here); DIFFTEST_REGRESSIONS= skips them.
+    DIFFTEST_REGRESSIONS="${DIFFTEST_REGRESSIONS-qd difftest --regressions $HERE/crates/qd-difftest/regressions --backend emulators,cuda,vulkan}"
     if [[ -n "${DIFFTEST_REGRESSIONS:-}" ]]; then
         eval "$DIFFTEST_REGRESSIONS" >"$OUT/difftest-regressions.txt" 2>&1
         summary "difftest regressions: exit $? $(tail -n 1 "$OUT/difftest-regressions.txt")"
+        grep -E ': (cuda|vulkan) ' "$OUT/difftest-regressions.txt" | tee -a "$OUT/summary.txt"
     fi
 fi
 

@@ -183,6 +183,14 @@ enum Command {
         /// Longest time spent shrinking one mismatch, in seconds.
         #[arg(long, default_value_t = 120)]
         shrink_seconds: u64,
+        /// Folder each shrunk mismatch is saved in as a regression case (JSON; created when
+        /// missing), replayed by the crate's `regressions` test.
+        #[arg(long, default_value = qd_difftest::regress::DEFAULT_DIR)]
+        save: PathBuf,
+        /// Instead of generating cases, replay every saved regression case in this folder on the
+        /// devices (a case marked as a known driver bug must still differ on that driver).
+        #[arg(long)]
+        regressions: Option<PathBuf>,
     },
 }
 
@@ -281,13 +289,23 @@ fn main() -> ExitCode {
             run_conformance(&backend, filter.as_deref(), list, seed, report.as_deref(), memory)
         }
         Command::Emit { target, out } => run_emit(&target, &out),
-        Command::Difftest { backend, seconds, cases, seed, replay, shrink_seconds } => {
+        Command::Difftest { backend, regressions: Some(dir), .. } => {
+            qd_difftest::cli::regressions(backend.as_deref(), &dir, &mut io::stdout().lock()).map(|ok| {
+                if ok {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::FAILURE
+                }
+            })
+        }
+        Command::Difftest { backend, seconds, cases, seed, replay, shrink_seconds, save, regressions: None } => {
             let opts = qd_difftest::cli::options(
                 seed.unwrap_or_else(runner::random_seed),
                 seconds,
                 cases,
                 replay,
                 shrink_seconds,
+                Some(save),
             );
             qd_difftest::cli::run(backend.as_deref(), &opts, &mut io::stdout().lock()).map(|ok| {
                 if ok {

@@ -1,8 +1,10 @@
 //! `qd difftest`: the command-line face of [`crate::session`] (the `qd` binary parses the flags).
 
+use crate::regress::{load_dir, replay, Verdict};
 use crate::run::Backend;
 use crate::session::{available_gpus, ensure_references, run_session, Options, EMULATORS};
 use std::io::{self, Write};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The backends a `--backend` list names (comma-separated device names; `emulators` stands for
@@ -25,9 +27,9 @@ pub fn backend_names(list: Option<&str>) -> Vec<String> {
     names
 }
 
-/// Opens the backends, runs the session and says whether it passed. A backend that cannot be
-/// opened is an error naming it (so a CI run that names `vulkan` fails without a Vulkan device).
-pub fn run(list: Option<&str>, opts: &Options, log: &mut dyn Write) -> io::Result<bool> {
+/// Opens the backends `list` names and the plain emulator of each of their widths (the
+/// references): `None` (said in `log`) when one cannot be opened.
+fn open(list: Option<&str>, log: &mut dyn Write) -> io::Result<Option<(Vec<String>, Vec<Backend>)>> {
     let mut names = backend_names(list);
     let mut backends = Vec::new();
     for name in &names {
@@ -35,7 +37,7 @@ pub fn run(list: Option<&str>, opts: &Options, log: &mut dyn Write) -> io::Resul
             Ok(b) => backends.push(b),
             Err(e) => {
                 writeln!(log, "qd difftest: cannot open `{name}`: {e}")?;
-                return Ok(false);
+                return Ok(None);
             }
         }
     }
@@ -45,6 +47,15 @@ pub fn run(list: Option<&str>, opts: &Options, log: &mut dyn Write) -> io::Resul
     for name in &names[before..] {
         backends.push(Backend::open(name).map_err(|e| io::Error::other(e.to_string()))?);
     }
+    Ok(Some((names, backends)))
+}
+
+/// Opens the backends, runs the session and says whether it passed. A backend that cannot be
+/// opened is an error naming it (so a CI run that names `vulkan` fails without a Vulkan device).
+pub fn run(list: Option<&str>, opts: &Options, log: &mut dyn Write) -> io::Result<bool> {
+    let Some((names, backends)) = open(list, log)? else {
+        return Ok(false);
+    };
     let list = names.join(",");
     match opts.replay {
         Some(s) => writeln!(log, "replaying case {s} on {list}")?,
@@ -52,6 +63,43 @@ pub fn run(list: Option<&str>, opts: &Options, log: &mut dyn Write) -> io::Resul
     }
     let tally = run_session(&backends, opts, log)?;
     Ok(tally.failures.is_empty())
+}
+
+/// Replays every saved regression case in `dir` ([`crate::regress`]) on the backends `list` names
+/// (as [`run`] opens them, with the plain emulator of each width as the reference), printing each
+/// device's verdict; passes when every device agrees with the reference or differs only where the
+/// case's known driver bug says it does.
+pub fn regressions(list: Option<&str>, dir: &Path, log: &mut dyn Write) -> io::Result<bool> {
+    let Some((_, backends)) = open(list, log)? else {
+        return Ok(false);
+    };
+    let cases = load_dir(dir)?;
+    let mut ok = true;
+    for (path, case) in &cases {
+        let file = path.file_name().unwrap_or_default().to_string_lossy();
+        match replay(case, &backends) {
+            Err(e) => {
+                ok = false;
+                writeln!(log, "{file}: {e}")?;
+            }
+            Ok(verdicts) => {
+                for (k, (device, v)) in verdicts.into_iter().enumerate() {
+                    let (pass, what) = match v {
+                        Verdict::Agrees if k == 0 => (true, "the reference".to_string()),
+                        Verdict::Agrees => (true, "agrees".to_string()),
+                        Verdict::Unsupported => (true, "unsupported (skipped)".to_string()),
+                        Verdict::KnownBug => (true, "differs: its known driver bug".to_string()),
+                        Verdict::Differs(what) => (false, format!("DIFFERS: {what}")),
+                        Verdict::KnownBugGone => (false, "AGREES where its known driver bug was expected".to_string()),
+                    };
+                    ok &= pass;
+                    writeln!(log, "{file}: {device:<24} {what}")?;
+                }
+            }
+        }
+    }
+    writeln!(log, "{} regression cases from {}: {}", cases.len(), dir.display(), if ok { "passed" } else { "FAILED" })?;
+    Ok(ok)
 }
 
 /// The default time a run takes when `--seconds` is not given.
@@ -64,6 +112,7 @@ pub fn options(
     cases: Option<u64>,
     replay: Option<u64>,
     shrink_seconds: u64,
+    save_dir: Option<PathBuf>,
 ) -> Options {
     Options {
         seed,
@@ -71,5 +120,6 @@ pub fn options(
         cases,
         replay,
         shrink_time: Duration::from_secs(shrink_seconds),
+        save_dir,
     }
 }

@@ -7,7 +7,8 @@
 //! qd kernel through the public front end; [`run`] runs it on a device; [`session`] runs cases from a
 //! seed on the emulator at several widths (strict mode) and on every device given, compares every
 //! written array bit for bit with the reference emulator, and shrinks a mismatch to a minimal kernel
-//! printed as IR with its seed.
+//! printed as IR with its seed and saved as a regression case ([`regress`]), which
+//! `tests/regressions.rs` replays.
 //!
 //! Results that may legitimately differ between backends are never made: see D27 for the list.
 //!
@@ -17,7 +18,7 @@
 //! use std::time::Duration;
 //!
 //! let backends = vec![Backend::open("cpu:sg4").unwrap(), Backend::open("cpu:sg8").unwrap()];
-//! let opts = Options { seed: 7, time: Duration::from_secs(60), cases: Some(3), replay: None, shrink_time: Duration::from_secs(10) };
+//! let opts = Options { seed: 7, time: Duration::from_secs(60), cases: Some(3), replay: None, shrink_time: Duration::from_secs(10), save_dir: None };
 //! let tally = run_session(&backends, &opts, &mut Vec::new()).unwrap();
 //! assert_eq!(tally.cases, 3);
 //! assert!(tally.failures.is_empty());
@@ -30,5 +31,6 @@ pub mod dval;
 pub mod floats;
 pub mod gen;
 pub mod program;
+pub mod regress;
 pub mod run;
 pub mod session;

@@ -4,6 +4,7 @@
 
 use qd::ir::uniformity::Uniformity;
 use qd::ir::{AtomicOp, DType, Scope};
+use serde::{Deserialize, Serialize};
 
 /// Elements of every input array (a power of two: indices are masked into range).
 pub const INPUT_LEN: u32 = 64;
@@ -37,7 +38,7 @@ pub const VALUE_TYPES: [DType; 13] = [
 pub const SHUFFLE_TYPES: [DType; 6] = [DType::I32, DType::U32, DType::I64, DType::U64, DType::F32, DType::F64];
 
 /// A generated kernel with its inputs.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Program {
     /// Launch shape and which subgroup widths it may run on.
     pub shape: Shape,
@@ -61,7 +62,7 @@ pub struct Program {
 }
 
 /// An array's element type and contents (element bits).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Data {
     /// Element type.
     pub dtype: DType,
@@ -70,7 +71,7 @@ pub struct Data {
 }
 
 /// How the kernel is launched and which subgroup widths it is written for.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Shape {
     /// Which subgroup widths give this program one meaning.
     pub sizing: Sizing,
@@ -83,7 +84,7 @@ pub struct Shape {
 }
 
 /// The subgroup widths a program's results do not depend on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Sizing {
     /// Every collective works on aligned tiles of at most `2^log2_tile` lanes, so the results are
     /// the same at every width from `2^log2_tile` up.
@@ -117,7 +118,7 @@ impl Sizing {
 }
 
 /// Range or explicit kernel (D1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Launch {
     /// `parallel_for(begin, begin + n)` with `n = blocks * block_dim` (begin may sit near `i32::MAX`).
     Range {
@@ -136,7 +137,7 @@ impl Shape {
 }
 
 /// A variable: its type, how uniform every value it is given is, and its initial value.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct VarDecl {
     /// Type.
     pub dtype: DType,
@@ -148,7 +149,7 @@ pub struct VarDecl {
 }
 
 /// The early return of an explicit kernel and what runs after it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Tail {
     /// Threads where this holds return.
     pub cond: Expr,
@@ -157,7 +158,7 @@ pub struct Tail {
 }
 
 /// How an output is stored.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum StoreMode {
     /// Plain store.
     Plain,
@@ -168,7 +169,7 @@ pub enum StoreMode {
 }
 
 /// A statement.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Stmt {
     /// `var = expr`.
     Assign(u16, Expr),
@@ -255,7 +256,7 @@ pub enum Stmt {
 }
 
 /// Threads' ids and launch geometry.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Special {
     /// The range index `i` (range kernels) or the global thread index (explicit), i32.
     Index,
@@ -276,7 +277,7 @@ pub enum Special {
 }
 
 /// Vote kinds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum VoteOp {
     /// All lanes' predicates hold.
     All,
@@ -287,7 +288,7 @@ pub enum VoteOp {
 }
 
 /// Reduction and scan operations of the library.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum RedOp {
     /// Sum.
     Add,
@@ -306,7 +307,7 @@ pub enum RedOp {
 }
 
 /// Which result of a subgroup reduction a program reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ReduceForm {
     /// `reduce_*_tiled`: valid in tile lane 0 (the others read 0).
     Lane0,
@@ -317,7 +318,7 @@ pub enum ReduceForm {
 }
 
 /// Block-wide votes (`sync_*_nonzero`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum BlockVote {
     /// `sync_all_nonzero`.
     All,
@@ -328,7 +329,7 @@ pub enum BlockVote {
 }
 
 /// Shuffle addressing (sources are always inside the tile; see [`Expr::Shuffle`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ShuffleMode {
     /// Lane `(tile base) + (arg & (tile - 1))`: `arg` is the expression operand.
     Idx,
@@ -341,7 +342,7 @@ pub enum ShuffleMode {
 }
 
 /// How a per-thread atomic's old value is produced.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum OwnOp {
     /// A read-modify-write.
     Rmw(AtomicOp),
@@ -355,7 +356,7 @@ pub enum OwnOp {
 
 /// A typed expression. Its dtype follows from the node and the program's declarations
 /// ([`Expr::dtype`]).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Expr {
     /// A constant.
     Const(DType, u64),
@@ -479,7 +480,7 @@ pub enum Expr {
 }
 
 /// Block reductions and scans.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum BlockForm {
     /// `block::reduce_*` (thread 0).
     Reduce,

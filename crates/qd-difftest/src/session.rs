@@ -5,11 +5,13 @@
 use crate::coverage::Coverage;
 use crate::gen::{program, GenConfig};
 use crate::program::{Program, Sizing};
+use crate::regress::{save, Case};
 use crate::run::{first_difference, run, Backend, Outcome};
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use std::collections::BTreeMap;
 use std::io::{self, Write};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// The devices `qd difftest` uses when none are named: every emulator width, the emulator
@@ -44,6 +46,9 @@ pub struct Options {
     pub replay: Option<u64>,
     /// Longest time spent shrinking one mismatch.
     pub shrink_time: Duration,
+    /// Where each shrunk mismatch is saved as a regression case ([`crate::regress`]); `None`
+    /// saves nothing.
+    pub save_dir: Option<PathBuf>,
 }
 
 /// Which programs a case generates and the backends it compares.
@@ -244,6 +249,14 @@ pub fn run_plans(backends: &[Backend], plans: &[Plan], opts: &Options, log: &mut
         if let Some(m) = mismatch {
             let (small, m) = shrink(&mut tree, &plan, backends, m, opts.shrink_time);
             report(log, backends, &backend_list, seed, &plan, &small, &m)?;
+            if let Some(dir) = &opts.save_dir {
+                let found = format!("MISMATCH {} vs {}: {}", m.reference, m.other, m.what);
+                let case = Case { found, case_seed: Some(seed), known_bug: None, program: small };
+                match save(dir, &case) {
+                    Ok(path) => writeln!(log, "  saved as a regression case: {}", path.display())?,
+                    Err(e) => writeln!(log, "  (saving the regression case in {} failed: {e})", dir.display())?,
+                }
+            }
             tally.failures.push((seed, m));
         }
     }

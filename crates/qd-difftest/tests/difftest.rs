@@ -3,21 +3,21 @@
 //! agree on them, and a real mismatch is caught, shrunk and reported. The long runs (lavapipe in
 //! CI, CUDA and NVIDIA Vulkan in the GPU record) are `qd difftest`.
 
+mod common;
+
+use common::{kernel, Validators};
 use proptest::strategy::ValueTree;
-use qd::backend::amdgpu::{Amdgpu, AmdgpuArch};
-use qd::backend::metal::Metal;
-use qd::backend::ptx::{Ptx, PtxTarget};
-use qd::backend::spirv::{Spirv, SpirvCaps};
-use qd::backend::{Backend as _, Target};
+use qd::backend::amdgpu::AmdgpuArch;
+use qd::backend::spirv::SpirvCaps;
+use qd::backend::Target;
 use qd::ir::DType;
-use qd::prelude::Kernel;
 use qd_difftest::coverage::{families, Coverage};
 use qd_difftest::gen::GenConfig;
-use qd_difftest::program::{Program, Sizing, VALUE_TYPES};
+use qd_difftest::program::{Program, Shape, Sizing, VALUE_TYPES};
+use qd_difftest::regress::{load_dir, replay, Case, Verdict};
 use qd_difftest::run::Backend;
 use qd_difftest::session::{case, case_seed, plans, run_plans, run_session, Options, Plan, EMULATORS};
 use std::collections::BTreeSet;
-use std::sync::Arc;
 use std::time::Duration;
 
 fn emulators() -> Vec<Backend> {
@@ -34,10 +34,6 @@ fn programs(seed: u64, n: u64) -> Vec<(Plan, Program)> {
             (plan, tree.current())
         })
         .collect()
-}
-
-fn kernel(p: &Program) -> Kernel {
-    qd_difftest::build::kernel("difftest", Arc::new(p.clone()))
 }
 
 /// The targets whose library paths and lowerings a program of `sizing` meets: the emulator at its
@@ -198,61 +194,9 @@ fn a_thousand_programs_reach_every_instruction_kind_and_every_family() {
 /// the MSL check, llc + ld.lld), where the tool is present (D9).
 #[test]
 fn generated_programs_pass_every_emitter_and_validator() {
-    let ptxas = qd_testkit::Ptxas::find();
-    let spirv_val = qd_testkit::SpirvVal::find();
-    let msl = qd_testkit::MslCheck::find();
-    let llvm = qd_testkit::Llc::find().zip(qd_testkit::LdLld::find());
+    let tools = Validators::find();
     let cases = programs(2027, 24);
-    let results = qd_testkit::par_map(&cases, |(plan, p)| -> Result<usize, String> {
-        let k = kernel(p);
-        let name = format!("difftest_{:x}", p.inputs[0].bits.iter().fold(0u64, |h, b| h.rotate_left(5) ^ b));
-        let mut checked = 0;
-        let sizing = plan.cfg.sizing;
-        if sizing.runs_at(32) {
-            for (sm, arch) in [(PtxTarget::parse("sm_80"), "sm_80"), (PtxTarget::parse("sm_90"), "sm_90")] {
-                let target = Target::ptx(sm.map_err(|e| e.to_string())?);
-                if let Ok(ir) = k.trace(&target) {
-                    let text = Ptx::lower(&ir, &target).map_err(|e| e.to_string())?.text;
-                    if let Some(t) = &ptxas {
-                        t.assemble(&name, arch, &text)?;
-                    }
-                    checked += 1;
-                }
-            }
-            let target = Target::metal();
-            if let Ok(ir) = k.trace(&target) {
-                let source = Metal::lower(&ir, &target).map_err(|e| e.to_string())?.source;
-                if let Some(m) = &msl {
-                    m.check_source(&name, &source)?;
-                }
-                checked += 1;
-            }
-        }
-        for w in [8, 32].into_iter().filter(|&w| sizing.runs_at(w)) {
-            let target = Target::vulkan(w, &SpirvCaps::lavapipe());
-            if let Ok(ir) = k.trace(&target) {
-                let words = Spirv::lower(&ir, &target).map_err(|e| e.to_string())?.words;
-                if let Some(v) = &spirv_val {
-                    v.validate(&name, &words, "vulkan1.1")?;
-                }
-                checked += 1;
-            }
-        }
-        if sizing.runs_at(64) {
-            let target = Target::amdgpu(AmdgpuArch::Gfx942);
-            if let Ok(ir) = k.trace(&target) {
-                let text = Amdgpu::lower(&ir, &target).map_err(|e| e.to_string())?.text;
-                if let Some((llc, lld)) = &llvm {
-                    let obj = llc.compile(&name, &text, "amdgcn-amd-amdhsa", "gfx942", &["-mattr=+wavefrontsize64"])?;
-                    let linked = lld.link_shared(&name, &[&obj]);
-                    let _ = std::fs::remove_file(&obj);
-                    let _ = std::fs::remove_file(linked?);
-                }
-                checked += 1;
-            }
-        }
-        Ok(checked)
-    });
+    let results = qd_testkit::par_map(&cases, |(plan, p)| tools.check(p, plan.cfg.sizing));
     let mut total = 0;
     for (r, (_, p)) in results.into_iter().zip(&cases) {
         match r {
@@ -272,6 +216,7 @@ fn the_emulator_widths_and_worn_targets_agree_on_random_programs() {
         cases: Some(8),
         replay: None,
         shrink_time: Duration::from_secs(60),
+        save_dir: None,
     };
     let mut log = Vec::new();
     let tally = run_session(&backends, &opts, &mut log).unwrap();
@@ -282,17 +227,20 @@ fn the_emulator_widths_and_worn_targets_agree_on_random_programs() {
 }
 
 /// A program written for 8-lane subgroups (raw lane ids, broadcasts) run at 16 lanes too must
-/// disagree: the runner catches it, shrinks it, and prints the seed and the IR.
+/// disagree: the runner catches it, shrinks it, prints the seed and the IR, and saves the shrunk
+/// program, which replays as the same disagreement.
 #[test]
-fn a_mismatch_is_caught_shrunk_and_reported() {
+fn a_mismatch_is_caught_shrunk_reported_and_saved() {
     let backends = vec![Backend::open("cpu:sg8").unwrap(), Backend::open("cpu:sg16").unwrap()];
     let wrong = Plan { cfg: GenConfig { sizing: Sizing::Exact { width: 8 }, block_multiple: 16 }, runners: vec![0, 1] };
+    let dir = std::env::temp_dir().join(format!("qd-difftest-saved-{}", std::process::id()));
     let opts = Options {
         seed: 5,
         time: Duration::from_secs(600),
         cases: Some(30),
         replay: None,
         shrink_time: Duration::from_secs(10),
+        save_dir: Some(dir.clone()),
     };
     let mut log = Vec::new();
     let tally = run_plans(&backends, &[wrong], &opts, &mut log).unwrap();
@@ -302,4 +250,24 @@ fn a_mismatch_is_caught_shrunk_and_reported() {
     assert!(log.contains("replay: qd difftest --backend cpu:sg8,cpu:sg16 --replay"), "{log}");
     assert!(log.contains("kernel difftest"), "no IR printed:\n{log}");
     assert!(log.contains("passed, ") && log.contains(" failed"), "{log}");
+    assert!(log.contains("saved as a regression case"), "{log}");
+
+    let saved = load_dir(&dir).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(saved.len(), tally.failures.len());
+    let (_, case) = &saved[0];
+    assert_eq!(case.case_seed, Some(tally.failures[0].0));
+    assert!(case.found.starts_with("MISMATCH cpu:sg8 vs cpu:sg16"), "{}", case.found);
+    // The saved program is exact at 8 lanes: replayed as written (no plan), only cpu:sg8 runs it.
+    assert_eq!(replay(case, &backends).unwrap(), vec![("cpu:sg8".to_string(), Verdict::Agrees)]);
+    // Run at 16 lanes anyway (what the planted plan did), it still disagrees.
+    let wide = Case {
+        program: Program {
+            shape: Shape { sizing: Sizing::Portable { log2_tile: 0 }, ..case.program.shape },
+            ..case.program.clone()
+        },
+        ..case.clone()
+    };
+    let verdicts = replay(&wide, &backends).unwrap();
+    assert!(matches!(verdicts[1], (ref d, Verdict::Differs(_)) if d == "cpu:sg16"), "{verdicts:?}");
 }

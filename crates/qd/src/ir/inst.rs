@@ -61,6 +61,7 @@ pub struct Place {
 
 /// One-operand arithmetic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum UnOp {
     /// Arithmetic negation (wrapping for integers).
     Neg,
@@ -78,6 +79,7 @@ pub enum UnOp {
 
 /// Two-operand arithmetic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum BinOp {
     /// Wrapping add.
     Add,
@@ -107,6 +109,7 @@ pub enum BinOp {
 
 /// Comparisons (result bool; floats compare as IEEE, NaN unordered).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum CmpOp {
     /// ==
     Eq,
@@ -226,6 +229,7 @@ pub enum StoreKind {
 
 /// The read-modify-write operation of an atomic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum AtomicOp {
     /// x + y
     Add,

@@ -6,6 +6,7 @@ use std::fmt;
 ///
 /// Every backend gates these through its capability table; `bool` is stored as a `u8` in memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum DType {
     /// Boolean (1 bit in registers, one byte in memory).
     Bool,
@@ -176,6 +177,7 @@ impl AddressSpace {
 
 /// The set of threads a fence or atomic orders with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Scope {
     /// The calling thread only (LLVM `singlethread`).
     Thread,

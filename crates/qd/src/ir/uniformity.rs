@@ -8,6 +8,7 @@ use super::inst::*;
 
 /// How widely a value or a control point agrees.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Uniformity {
     /// Same on every thread of the launch.
     Uniform,
