@@ -77,6 +77,14 @@ if want cub; then
         [[ -x "$OUT/cub_bench_i32" ]] && cub="$OUT/cub_bench_i32" || summary "nvcc failed: $(tail -n 3 "$OUT/nvcc.txt")"
     fi
     for algo in ${CUB_ALGOS:-scan select reduce-by-key}; do
+        # The same bench from the build before this session's algorithm changes, when bundled as
+        # qd-base: a same-run baseline (text lines, with registers).
+        if command -v qd-base >/dev/null; then
+            qd-base bench "$algo" --backend cuda --dtype i32 --log2n 26 --reps 20 --seed "$SEED" 2>/dev/null |
+                sed 's/$/ build=base/' >>"$OUT/base.txt"
+            qd bench "$algo" --backend cuda --dtype i32 --log2n 26 --reps 20 --seed "$SEED" 2>/dev/null |
+                sed 's/$/ build=new/' >>"$OUT/base.txt"
+        fi
         for l in $CUB_SIZES; do
             qd bench "$algo" --backend cuda --dtype i32 --log2n "$l" --reps 20 --seed "$SEED" --json \
                 >>"$OUT/records.jsonl" 2>>"$OUT/qd-stderr.txt"
@@ -96,6 +104,7 @@ for (algo, l), impls in sorted(rows.items()):
         print(f"vs-cub {algo} i32 n=2^{l} qd_ms={qd['median_ms']:.4f} cub_ms={cub['median_ms']:.4f} "
               f"qd/cub_throughput={cub['median_ms'] / qd['median_ms']:.3f} check={qd['check']}/{cub['check']}")
 EOF
+    [[ -f "$OUT/base.txt" ]] && tee -a "$OUT/summary.txt" <"$OUT/base.txt"
 fi
 
 if want cross; then

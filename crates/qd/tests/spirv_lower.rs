@@ -388,3 +388,47 @@ fn fences_volatile_loads_and_plain_accesses_follow_the_vulkan_memory_model() {
     assert!(insts.iter().all(|i| i.op != Op::AtomicLoad));
     assert_eq!(insts.iter().filter(|i| i.op == Op::Load && access_mask(i) == A::VOLATILE).count(), 4);
 }
+
+/// Signed division and remainder take signed-typed operands and result (bitcasts around them):
+/// NVIDIA's Vulkan driver computed an `OpSRem` on `uint`-typed operands as an unsigned remainder
+/// (the difftest regressions `nvidia-vulkan-srem-*.json`, D27), although SPIR-V allows either.
+#[test]
+fn signed_division_and_remainder_are_typed_signed() {
+    use rspirv::dr::Operand;
+    use rspirv::spirv::Op;
+    macro_rules! kernel {
+        ($t:ty) => {
+            Kernel::range(concat!("sdivrem_", stringify!($t)), 64, |k| {
+                let a = k.array::<$t>("a");
+                let b = k.array::<$t>("b");
+                k.parallel_for(0, a.len(), |i| {
+                    let (x, y) = (a.get(i), b.get(i));
+                    a.set(i, x / y);
+                    b.set(i, x % y);
+                })
+            })
+        };
+    }
+    for k in [kernel!(i8), kernel!(i16), kernel!(i32), kernel!(i64)] {
+        for m in check(&k) {
+            let (_, seen, module) = disassemble(&m.words);
+            let signed: Vec<u32> = module
+                .types_global_values
+                .iter()
+                .filter(|i| i.class.opcode == Op::TypeInt && i.operands.get(1) == Some(&Operand::LiteralBit32(1)))
+                .filter_map(|i| i.result_id)
+                .collect();
+            let insts: Vec<_> =
+                function_instructions(&module).filter(|i| matches!(i.class.opcode, Op::SDiv | Op::SRem)).collect();
+            assert_eq!(insts.len(), 2, "{}: one SDiv and one SRem, got {seen:?}", k.name());
+            for i in insts {
+                assert!(i.result_type.is_some_and(|t| signed.contains(&t)), "{}: {i:?} is not typed signed", k.name());
+            }
+        }
+    }
+}
+
+/// The instructions of a module's functions.
+fn function_instructions(m: &rspirv::dr::Module) -> impl Iterator<Item = &rspirv::dr::Instruction> {
+    m.functions.iter().flat_map(|f| &f.blocks).flat_map(|b| &b.instructions)
+}

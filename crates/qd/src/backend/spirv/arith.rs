@@ -136,13 +136,20 @@ impl Lower<'_> {
                     let by_m1 = self.op_t(Op::IEqual, Ty::Bool, &[y, minus1]);
                     let bad = self.op_t(Op::LogicalOr, Ty::Bool, &[by_zero, by_m1]);
                     let safe = self.op_t(Op::Select, it, &[bad, one, y]);
+                    // The operands and result are typed signed (bitcasts, free): SPIR-V lets
+                    // OpSDiv/OpSRem take unsigned-typed operands, but NVIDIA's Vulkan driver
+                    // (580.159) computed `OpSRem %uint` of -118 by -2 as an unsigned remainder
+                    // (difftest regressions `nvidia-vulkan-srem-*`, D27).
+                    let st = if it == Ty::U64 { Ty::I64 } else { Ty::I32 };
+                    let (sx, sy) = (self.op_t(Op::Bitcast, st, &[x]), self.op_t(Op::Bitcast, st, &[safe]));
+                    let s_op = if op == Div { Op::SDiv } else { Op::SRem };
+                    let signed_result = self.op_t(s_op, st, &[sx, sy]);
+                    let result = self.op_t(Op::Bitcast, it, &[signed_result]);
                     if op == Div {
-                        let q = self.op_t(Op::SDiv, it, &[x, safe]);
                         let neg = self.op_t(Op::SNegate, it, &[x]);
-                        self.op_t(Op::Select, it, &[by_m1, neg, q])
+                        self.op_t(Op::Select, it, &[by_m1, neg, result])
                     } else {
-                        let r = self.op_t(Op::SRem, it, &[x, safe]);
-                        self.op_t(Op::Select, it, &[by_m1, zero, r])
+                        self.op_t(Op::Select, it, &[by_m1, zero, result])
                     }
                 } else {
                     let safe = self.op_t(Op::Select, it, &[by_zero, one, y]);
