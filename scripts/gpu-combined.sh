@@ -2,7 +2,9 @@
 # One GPU run for what is left of issues 13, 14, 15 and 16, when little device time is left: run on
 # the GPU machine after `. .gpu/setup` (gpu-bundle --vulkan --tests) from the repository root.
 # Everything lands in $OUT (default /tmp/qd-combined) as it is made, so a run cut short keeps what
-# it did; the summary is printed last. Steps, each skippable with ONLY="...":
+# it did; the summary is printed last.
+# The device tool returns at most 8 files of its $OUT: run with OUT=$OUT/combined and tar that
+# folder into $OUT afterwards (the 2026-11-28 record lost most of its files by writing there). Steps, each skippable with ONLY="...":
 #   speed      issue 14: first-launch latency per CUDA route and the scan per route, with
 #              registers (scripts/gpu-speed.sh, ONLY="latency scan"), and the CUDA test binary
 #              (the ptxas route's own test)
