@@ -17,22 +17,17 @@ pub const LOCAL_LEN: u32 = 4;
 /// The most iterations a generated loop runs (far below lavapipe's 65 535, D13).
 pub const MAX_TRIP: u32 = 7;
 
-/// Every dtype a generated value may have.
-pub const VALUE_TYPES: [DType; 13] = [
-    DType::Bool,
-    DType::I8,
-    DType::I16,
-    DType::I32,
-    DType::I64,
-    DType::U8,
-    DType::U16,
-    DType::U32,
-    DType::U64,
-    DType::F16,
-    DType::BF16,
-    DType::F32,
-    DType::F64,
-];
+/// Every dtype a generated value may have: bool and the numeric types, the first 13 of
+/// [`DType::ALL`] (after them come the packed pairs and `b128`, which no generated value holds).
+pub const VALUE_TYPES: [DType; 13] = {
+    let mut out = [DType::Bool; 13];
+    let mut i = 0;
+    while i < out.len() {
+        out[i] = DType::ALL[i];
+        i += 1;
+    }
+    out
+};
 
 /// The types subgroup shuffles, reductions and scans move.
 pub const SHUFFLE_TYPES: [DType; 6] = [DType::I32, DType::U32, DType::I64, DType::U64, DType::F32, DType::F64];
@@ -515,5 +510,16 @@ impl Program {
             Expr::Sort { key, value, read_key, .. } => self.dtype(if *read_key { key } else { value }),
             Expr::Own { own, .. } => self.owns[*own as usize].dtype,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn value_types_are_bool_and_every_numeric_type() {
+        let want: Vec<DType> = DType::ALL.into_iter().filter(|d| *d == DType::Bool || d.is_numeric()).collect();
+        assert_eq!(VALUE_TYPES.to_vec(), want);
     }
 }
