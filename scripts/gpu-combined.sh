@@ -14,6 +14,8 @@
 #   difftest   issue 16: random programs on the emulators, CUDA and NVIDIA Vulkan (DIFFTEST_SECONDS),
 #              and the saved regression cases
 #   cross      issue 14: `qd bench --backend cuda,vulkan` for every algorithm (CROSS_SIZES)
+#   tune       issue 13: scan, select and reduce-by-key on i32 at 2^TUNE_LOG2N over tile orders,
+#              block sizes and items per thread (TUNE_ALGOS, TUNE_BLOCKS, TUNE_ITEMS), one line each
 set -uo pipefail
 OUT="${OUT:-/tmp/qd-combined}"
 SEED="${SEED:-20261128}"
@@ -116,5 +118,22 @@ if want cross; then
     done
     grep '^compare' "$OUT/cross.txt" | tee -a "$OUT/summary.txt"
     summary "cross checks: $(grep -c 'check=ok' "$OUT/cross.txt") ok, $(grep -c 'check=fail' "$OUT/cross.txt") failed"
+fi
+if want tune; then
+    for algo in ${TUNE_ALGOS:-scan select reduce-by-key}; do
+        for order in ticket blockidx; do
+            for block in ${TUNE_BLOCKS:-128 256 512}; do
+                for items in ${TUNE_ITEMS:-11 15 19 23}; do
+                    qd bench "$algo" --backend cuda --dtype i32 --log2n "${TUNE_LOG2N:-26}" --reps 20 \
+                        --seed "$SEED" --block-dim "$block" --items "$items" --tile-order "$order" \
+                        >>"$OUT/tune.txt" 2>>"$OUT/tune-stderr.txt"
+                done
+            done
+        done
+        # The three fastest shapes of each algorithm.
+        grep "^bench $algo " "$OUT/tune.txt" |
+            awk '{for (i = 1; i <= NF; i++) if ($i ~ /^median_ms=/) { split($i, a, "="); print a[2], $0 }}' |
+            sort -g | head -n 3 | cut -d' ' -f2- | sed 's/^/tune /' | tee -a "$OUT/summary.txt"
+    done
 fi
 summary "total: $((SECONDS - start))s"

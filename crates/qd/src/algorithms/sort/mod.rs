@@ -472,14 +472,10 @@ impl Sorter {
         Ok(a)
     }
 
-    /// Blocks of `kernel` that run at once on the whole device (64 where the device does not say).
+    /// Blocks of `kernel` that run at once on the whole device ([`super::resident_estimate`]).
     fn resident_blocks(&self, kernel: &Kernel) -> Result<u32, DeviceError> {
-        let info = self.device.info();
         let per_sm = self.device.max_active_blocks_per_multiprocessor(kernel)?;
-        Ok(match (per_sm, info.multiprocessors) {
-            (Some(b), Some(sms)) => (b * sms).max(1),
-            _ => 64,
-        })
+        Ok(super::resident_estimate(per_sm, &self.device.info()))
     }
 
     fn launch(&mut self, kernel: &Kernel, grid: u32, args: &[Arg]) -> Result<(), DeviceError> {

@@ -132,25 +132,27 @@ impl Lower<'_> {
                 let one = self.cst(it, 1);
                 let by_zero = self.op_t(Op::IEqual, Ty::Bool, &[y, zero]);
                 if signed {
-                    let minus1 = self.cst(it, u64::MAX);
-                    let by_m1 = self.op_t(Op::IEqual, Ty::Bool, &[y, minus1]);
-                    let bad = self.op_t(Op::LogicalOr, Ty::Bool, &[by_zero, by_m1]);
-                    let safe = self.op_t(Op::Select, it, &[bad, one, y]);
-                    // The operands and result are typed signed (bitcasts, free): SPIR-V lets
-                    // OpSDiv/OpSRem take unsigned-typed operands, but NVIDIA's Vulkan driver
-                    // (580.159) computed `OpSRem %uint` of -118 by -2 as an unsigned remainder
-                    // (difftest regressions `nvidia-vulkan-srem-*`, D27).
-                    let st = if it == Ty::U64 { Ty::I64 } else { Ty::I32 };
-                    let (sx, sy) = (self.op_t(Op::Bitcast, st, &[x]), self.op_t(Op::Bitcast, st, &[safe]));
-                    let s_op = if op == Div { Op::SDiv } else { Op::SRem };
-                    let signed_result = self.op_t(s_op, st, &[sx, sy]);
-                    let result = self.op_t(Op::Bitcast, it, &[signed_result]);
-                    if op == Div {
-                        let neg = self.op_t(Op::SNegate, it, &[x]);
-                        self.op_t(Op::Select, it, &[by_m1, neg, result])
+                    // Signed division and remainder from unsigned ones on the magnitudes: NVIDIA's
+                    // Vulkan driver (580.159) computes `OpSRem` as an unsigned remainder, whether
+                    // its operands are typed signed or not (difftest regressions
+                    // `nvidia-vulkan-srem-*`, D27), so no `OpSDiv`/`OpSRem` is emitted. The
+                    // magnitude of MIN is itself as an unsigned value, so `MIN / -1` wraps to MIN
+                    // and `MIN % -1` is 0 without a guard; a zero divisor divides by 1.
+                    let safe = self.op_t(Op::Select, it, &[by_zero, one, y]);
+                    let neg_x = self.op_t(Op::SLessThan, Ty::Bool, &[x, zero]);
+                    let neg_y = self.op_t(Op::SLessThan, Ty::Bool, &[safe, zero]);
+                    let minus_x = self.op_t(Op::SNegate, it, &[x]);
+                    let minus_y = self.op_t(Op::SNegate, it, &[safe]);
+                    let mag_x = self.op_t(Op::Select, it, &[neg_x, minus_x, x]);
+                    let mag_y = self.op_t(Op::Select, it, &[neg_y, minus_y, safe]);
+                    let (u_op, negate_if) = if op == Div {
+                        (Op::UDiv, self.op_t(Op::LogicalNotEqual, Ty::Bool, &[neg_x, neg_y]))
                     } else {
-                        self.op_t(Op::Select, it, &[by_m1, zero, result])
-                    }
+                        (Op::UMod, neg_x)
+                    };
+                    let mag = self.op_t(u_op, it, &[mag_x, mag_y]);
+                    let minus_mag = self.op_t(Op::SNegate, it, &[mag]);
+                    self.op_t(Op::Select, it, &[negate_if, minus_mag, mag])
                 } else {
                     let safe = self.op_t(Op::Select, it, &[by_zero, one, y]);
                     self.op_t(if op == Div { Op::UDiv } else { Op::UMod }, it, &[x, safe])

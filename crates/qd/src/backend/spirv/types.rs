@@ -31,10 +31,6 @@ pub(super) enum Ty {
     U64,
     /// Only as the element of a native f16 atomic add's view (f16 registers are u32 bits).
     F16,
-    /// Signed views of the 32- and 64-bit registers, only as the operand and result type of
-    /// signed division and remainder (see `arith.rs`).
-    I32,
-    I64,
     F32,
     F64,
 }
@@ -46,8 +42,8 @@ impl Ty {
             Ty::Void | Ty::Bool => 0,
             Ty::U8 => 1,
             Ty::U16 | Ty::F16 => 2,
-            Ty::U32 | Ty::I32 | Ty::F32 => 4,
-            Ty::U64 | Ty::I64 | Ty::F64 => 8,
+            Ty::U32 | Ty::F32 => 4,
+            Ty::U64 | Ty::F64 => 8,
         }
     }
 }
@@ -194,7 +190,7 @@ impl ModuleBuilder {
                 self.extension("SPV_KHR_8bit_storage");
             }
             Ty::U16 => self.capability(Capability::StorageBuffer16BitAccess),
-            Ty::U64 | Ty::I64 => self.capability(Capability::Int64),
+            Ty::U64 => self.capability(Capability::Int64),
             Ty::F64 => self.capability(Capability::Float64),
             // A native f16 atomic's result is 16-bit arithmetic: `Float16` (`shaderFloat16`).
             Ty::F16 => {
@@ -210,8 +206,6 @@ impl ModuleBuilder {
             Ty::U16 => (Op::TypeInt, vec![Operand::LiteralBit32(16), Operand::LiteralBit32(0)]),
             Ty::U32 => (Op::TypeInt, vec![Operand::LiteralBit32(32), Operand::LiteralBit32(0)]),
             Ty::U64 => (Op::TypeInt, vec![Operand::LiteralBit32(64), Operand::LiteralBit32(0)]),
-            Ty::I32 => (Op::TypeInt, vec![Operand::LiteralBit32(32), Operand::LiteralBit32(1)]),
-            Ty::I64 => (Op::TypeInt, vec![Operand::LiteralBit32(64), Operand::LiteralBit32(1)]),
             Ty::F16 => (Op::TypeFloat, vec![Operand::LiteralBit32(16)]),
             Ty::F32 => (Op::TypeFloat, vec![Operand::LiteralBit32(32)]),
             Ty::F64 => (Op::TypeFloat, vec![Operand::LiteralBit32(64)]),

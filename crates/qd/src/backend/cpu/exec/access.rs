@@ -199,8 +199,13 @@ impl BlockExec<'_, '_> {
             if old == new {
                 continue;
             }
-            if self.cell(a, first + k).compare_exchange(old, new, MemOrd::SeqCst, MemOrd::SeqCst).is_err() {
-                return word(self);
+            if let Err(cur) = self.cell(a, first + k).compare_exchange(old, new, MemOrd::SeqCst, MemOrd::SeqCst) {
+                // The word with the element as the failed exchange saw it, which differs from
+                // `expected`: a fresh read could equal `expected` again (another thread changed
+                // the element back in between) and the caller's loop would take its write as done.
+                let shift = k as u32 * bits;
+                let field_mask = (mask as u32) << shift;
+                return (word(self) & !field_mask) | (((cur & mask) as u32) << shift);
             }
             self.sh.progress.fetch_add(1, MemOrd::Relaxed);
         }
