@@ -13,7 +13,7 @@
 #   conformance  qd conformance on cuda and vulkan; the macro tour (issue 15) on both
 #   difftest   issue 16: random programs on the emulators, CUDA and NVIDIA Vulkan (DIFFTEST_SECONDS),
 #              and the saved regression cases
-#   cross      issue 14: `qd bench --backend cuda,vulkan` for every algorithm (CROSS_SIZES)
+#   cross      issue 14: `qd bench --backend cuda,vulkan` for every algorithm (CROSS_ALGOS, CROSS_SIZES)
 #   tune       issue 13: scan, select and reduce-by-key on i32 at 2^TUNE_LOG2N over tile orders,
 #              block sizes and items per thread (TUNE_ALGOS, TUNE_BLOCKS, TUNE_ITEMS), one line each
 set -uo pipefail
@@ -112,7 +112,7 @@ EOF
 fi
 
 if want cross; then
-    for algo in copy reduce scan exclusive-scan select reduce-by-key histogram; do
+    for algo in ${CROSS_ALGOS:-copy reduce scan exclusive-scan select reduce-by-key histogram}; do
         qd bench "$algo" --backend cuda,vulkan --dtype i32 --log2n "$CROSS_SIZES" --reps 10 --seed "$SEED" \
             >>"$OUT/cross.txt" 2>>"$OUT/cross-stderr.txt"
     done
