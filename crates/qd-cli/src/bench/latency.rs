@@ -104,6 +104,8 @@ pub fn report(l: &Latency, out: &mut dyn Write) -> io::Result<()> {
         DiskCacheUse::Disabled => "disabled".to_string(),
         DiskCacheUse::Driver => "driver".to_string(),
         DiskCacheUse::Hit(_) => "hit".to_string(),
+        // The IR key found the cubin: no lowering (lower_ms is the key and the lookup).
+        DiskCacheUse::IrHit(_) => "ir-hit".to_string(),
         DiskCacheUse::Stored(_) => "stored".to_string(),
         DiskCacheUse::StoreFailed(why) => format!("store-failed({why})"),
     };
