@@ -33,7 +33,7 @@ pub struct Latency {
     pub repeat_launch: Duration,
     /// Tracing.
     pub trace: Duration,
-    /// Lowering (PTX generation).
+    /// Lowering (PTX generation); on an IR hit (`disk=ir-hit`, D23) only the IR key and the lookup.
     pub lower: Duration,
     /// Loading the module (JIT or cubin load).
     pub load: Duration,

@@ -9,6 +9,12 @@
 //! * Key: a 128-bit FNV-1a hash of a format tag, the compute capability, the driver version, the
 //!   compiler (the `ptxas`'s path, size and time, or the link API) and the PTX text, so a new
 //!   driver, toolkit or PTX never reuses an old cubin.
+//! * CUDA's second, IR-level key (`cuda/ir_cache.rs`): the same hash ([`Fnv128`], a `Hasher`) over
+//!   the traced kernel's IR instead of the PTX, with the program's [`build_identity`] and the target
+//!   added, names a sidecar `cuda/sm_XX/ir/<irkey>.meta` that records the cubin's key and the
+//!   entry, shared bytes and parameters. A warm process finds the cubin through it without
+//!   lowering the kernel; a sidecar that does not parse, or whose cubin is gone, is a miss and is
+//!   rewritten after the kernel is lowered.
 //! * Writes go to a temporary file in the same folder and are renamed into place, so concurrent
 //!   processes never see a partial file. A file that is not an ELF image, or that the driver refuses
 //!   (say, one cut short by a crash), is treated as a miss and overwritten.
