@@ -1,5 +1,9 @@
 #!/usr/bin/env python3
-"""Medians of `qd latency` lines (key=value fields, milliseconds): cold runs, then warm runs."""
+"""Medians of `qd latency` lines (key=value fields, milliseconds): cold runs, then warm runs.
+
+The disk field is listed as found: `hit` (cubin found by its PTX key, lowered first), `ir-hit`
+(found by the IR key, not lowered: `lower_ms` is the key and the lookup, D23), `stored`, ...
+"""
 import statistics
 import sys
 

@@ -395,6 +395,7 @@ fn child_process_compile() {
     let s = d.compile_stats().unwrap();
     let disk = match s.disk {
         DiskCacheUse::Hit(_) => "Hit",
+        DiskCacheUse::IrHit(_) => "IrHit",
         DiskCacheUse::Stored(_) => "Stored",
         _ => "other",
     };
@@ -493,7 +494,8 @@ fn ptxas_cubins_are_whole_program_code() {
     // Another device with the same cache loads the file.
     let again = Device::cuda_with(0, options).unwrap();
     again.compile(&k).unwrap();
-    assert!(matches!(again.compile_stats().unwrap().disk, DiskCacheUse::Hit(_)));
+    // (Through the kernel's IR key: the same program, so no lowering either.)
+    assert!(matches!(again.compile_stats().unwrap().disk, DiskCacheUse::IrHit(_)));
     // A bad PTX: ptxas refuses it, the JIT reports it (CUDA_ERROR_INVALID_PTX with its log).
     let add = add_scalar_kernel();
     let mut code = add_scalar_ptx();
@@ -508,5 +510,67 @@ fn ptxas_cubins_are_whole_program_code() {
         other => panic!("expected a driver error, got {other}"),
     }
     eprintln!("ptxas route: {} registers; cold {:?}", via_ptxas.registers().unwrap_or(0), cold);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The sidecars of the IR-level disk cache under `dir` (`cuda/sm_XX/ir/<key>.meta`).
+fn ir_sidecars(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for sm in std::fs::read_dir(dir.join("cuda")).into_iter().flatten().flatten() {
+        for f in std::fs::read_dir(sm.path().join("ir")).into_iter().flatten().flatten() {
+            if f.path().extension().is_some_and(|e| e == "meta") {
+                found.push(f.path());
+            }
+        }
+    }
+    found
+}
+
+/// The IR level of the disk cache (D23): a new device on the same cache folder finds the cubin
+/// through the traced kernel's key and its sidecar, and loads it without lowering the kernel; the
+/// PTX is still there on request, the same text. A corrupt sidecar is a miss and is rewritten.
+#[test]
+fn a_new_device_skips_the_lowering_through_the_ir_key() {
+    let Some((d, dir)) = gpu("ir-key", true) else { return };
+    let k = Kernel::range("cuda_ir_key_saxpy", 64, |k| {
+        let x = k.array::<f32>("x");
+        let y = k.array::<f32>("y");
+        let s = k.scalar::<f32>("s");
+        k.parallel_for(0, y.len(), |i| y.set(i, y.get(i) + s * x.get(i)));
+    });
+    let n = 1000;
+    let want: Vec<f32> = (0..n).map(|i| 1.0 + 2.0 * i as f32).collect();
+    let run = |d: &Device| {
+        let x = d.array_from(&(0..n).map(|i| i as f32).collect::<Vec<_>>()).unwrap();
+        let y = d.array_from(&vec![1.0f32; n]).unwrap();
+        d.launch(&k, &[x.arg(), y.arg(), Arg::scalar(2.0f32)]).unwrap();
+        assert_eq!(y.to_vec().unwrap(), want);
+        d.compile_stats().unwrap()
+    };
+    let options = CudaOptions { disk_cache: true, cache_dir: Some(dir.clone()), ptxas: None };
+    let cold = run(&d);
+    assert!(matches!(cold.disk, DiskCacheUse::Stored(ref p) if p.starts_with(&dir)), "{cold:?}");
+    let first_ptx = d.compile(&k).unwrap().ptx().unwrap().text.clone();
+    let sidecars = ir_sidecars(&dir);
+    assert_eq!(sidecars.len(), 1, "{sidecars:?}");
+
+    // A new device: the IR key finds the cubin, nothing is lowered or compiled.
+    let warm_device = Device::cuda_with(0, options.clone()).unwrap();
+    let warm = run(&warm_device);
+    assert!(matches!(warm.disk, DiskCacheUse::IrHit(ref p) if p.starts_with(&dir)), "{warm:?}");
+    assert_eq!(warm.jit, None);
+    // The PTX, lowered on request, is the first device's.
+    assert_eq!(warm_device.compile(&k).unwrap().ptx().unwrap().text, first_ptx);
+
+    // A sidecar cut short is a miss: the kernel is lowered, the cubin found by its PTX key, and
+    // the sidecar written again.
+    let whole = std::fs::read_to_string(&sidecars[0]).unwrap();
+    std::fs::write(&sidecars[0], &whole[..whole.len() / 2]).unwrap();
+    let third = run(&Device::cuda_with(0, options.clone()).unwrap());
+    assert!(matches!(third.disk, DiskCacheUse::Hit(_)), "{third:?}");
+    assert_eq!(std::fs::read_to_string(&sidecars[0]).unwrap(), whole);
+    let fourth = run(&Device::cuda_with(0, options).unwrap());
+    assert!(matches!(fourth.disk, DiskCacheUse::IrHit(_)), "{fourth:?}");
+    eprintln!("cold: {cold:?}\nwarm: {warm:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }

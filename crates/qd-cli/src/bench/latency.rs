@@ -33,7 +33,7 @@ pub struct Latency {
     pub repeat_launch: Duration,
     /// Tracing.
     pub trace: Duration,
-    /// Lowering (PTX generation).
+    /// Lowering (PTX generation); on an IR hit (`disk=ir-hit`, D23) only the IR key and the lookup.
     pub lower: Duration,
     /// Loading the module (JIT or cubin load).
     pub load: Duration,
@@ -104,6 +104,8 @@ pub fn report(l: &Latency, out: &mut dyn Write) -> io::Result<()> {
         DiskCacheUse::Disabled => "disabled".to_string(),
         DiskCacheUse::Driver => "driver".to_string(),
         DiskCacheUse::Hit(_) => "hit".to_string(),
+        // The IR key found the cubin: no lowering (lower_ms is the key and the lookup).
+        DiskCacheUse::IrHit(_) => "ir-hit".to_string(),
         DiskCacheUse::Stored(_) => "stored".to_string(),
         DiskCacheUse::StoreFailed(why) => format!("store-failed({why})"),
     };

@@ -316,7 +316,7 @@ pub enum BarrierReduce {
 }
 
 /// NVIDIA-only warp and memory families (seed 004), carried here and gated by the `nv` capability.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 pub enum NvOp {
     /// `match.sync.any`: mask of lanes holding the same value.
     MatchAny,
@@ -460,14 +460,14 @@ pub enum ReduxOp {
 }
 
 /// A sequence of instructions.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Hash)]
 pub struct Block {
     /// The instructions, in order.
     pub insts: Vec<Inst>,
 }
 
 /// One instruction and where it came from.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 pub struct Inst {
     /// What it does.
     pub kind: InstKind,
@@ -487,7 +487,7 @@ impl Inst {
 }
 
 /// The instruction set (operand fields are named by role; see each variant).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 #[allow(missing_docs)]
 pub enum InstKind {
     /// `dst = constant`.
@@ -567,7 +567,7 @@ pub enum InstKind {
 
 /// A kernel parameter.
 #[allow(missing_docs)]
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 pub enum Param {
     /// A global device array of `dtype`.
     Array { name: String, dtype: DType },
@@ -592,7 +592,7 @@ impl Param {
 }
 
 /// A statically sized array in shared or local memory.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 pub struct ArrayDecl {
     /// Name for dumps.
     pub name: String,
@@ -605,14 +605,14 @@ pub struct ArrayDecl {
 }
 
 /// A local variable declaration.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 pub struct LocalDecl {
     /// Its type.
     pub dtype: DType,
 }
 
 /// How a kernel is launched (D1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum LaunchKind {
     /// One `GridStride` loop; the grid comes from the range.
     Range,
@@ -621,7 +621,7 @@ pub enum LaunchKind {
 }
 
 /// A traced kernel: the unit every backend compiles.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 pub struct Kernel {
     /// Kernel name.
     pub name: String,

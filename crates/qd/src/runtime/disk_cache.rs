@@ -9,6 +9,12 @@
 //! * Key: a 128-bit FNV-1a hash of a format tag, the compute capability, the driver version, the
 //!   compiler (the `ptxas`'s path, size and time, or the link API) and the PTX text, so a new
 //!   driver, toolkit or PTX never reuses an old cubin.
+//! * CUDA's second, IR-level key (`cuda/ir_cache.rs`): the same hash ([`Fnv128`], a `Hasher`) over
+//!   the traced kernel's IR instead of the PTX, with the program's [`build_identity`] and the target
+//!   added, names a sidecar `cuda/sm_XX/ir/<irkey>.meta` that records the cubin's key and the
+//!   entry, shared bytes and parameters. A warm process finds the cubin through it without
+//!   lowering the kernel; a sidecar that does not parse, or whose cubin is gone, is a miss and is
+//!   rewritten after the kernel is lowered.
 //! * Writes go to a temporary file in the same folder and are renamed into place, so concurrent
 //!   processes never see a partial file. A file that is not an ELF image, or that the driver refuses
 //!   (say, one cut short by a crash), is treated as a miss and overwritten.
@@ -48,19 +54,82 @@ pub(crate) fn dir_from_env() -> Option<PathBuf> {
     std::env::var_os("HOME").filter(|h| !h.is_empty()).map(|h| PathBuf::from(h).join(".cache").join("qd"))
 }
 
-/// 128-bit FNV-1a.
-fn fnv1a_128(parts: &[&[u8]]) -> u128 {
+/// 128-bit FNV-1a as a [`Hasher`](std::hash::Hasher), so a value that derives `Hash` (the traced
+/// IR) is hashed straight into a cache key, without printing it first; [`Fnv128::finish128`] gives
+/// the whole 128 bits (`finish` only the low 64).
+#[derive(Clone, Debug)]
+pub(crate) struct Fnv128(u128);
+
+impl Fnv128 {
     const OFFSET: u128 = 0x6c62272e07bb014262b821756295c58d;
     const PRIME: u128 = 0x0000000001000000000000000000013B;
-    let mut h = OFFSET;
-    for part in parts {
-        // Length-prefix each part so that moving bytes between parts changes the key.
-        for b in (part.len() as u64).to_le_bytes().iter().chain(part.iter()) {
-            h ^= *b as u128;
-            h = h.wrapping_mul(PRIME);
-        }
+
+    /// The empty hash.
+    pub(crate) fn new() -> Fnv128 {
+        Fnv128(Fnv128::OFFSET)
     }
-    h
+
+    /// Adds one part, length-prefixed, so that moving bytes between parts changes the hash.
+    pub(crate) fn part(&mut self, bytes: &[u8]) {
+        std::hash::Hasher::write(self, &(bytes.len() as u64).to_le_bytes());
+        std::hash::Hasher::write(self, bytes);
+    }
+
+    /// The 128-bit hash so far.
+    pub(crate) fn finish128(&self) -> u128 {
+        self.0
+    }
+}
+
+impl std::hash::Hasher for Fnv128 {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = self.0;
+        for b in bytes {
+            h ^= *b as u128;
+            h = h.wrapping_mul(Fnv128::PRIME);
+        }
+        self.0 = h;
+    }
+
+    fn finish(&self) -> u64 {
+        self.0 as u64
+    }
+}
+
+/// 128-bit FNV-1a of length-prefixed parts.
+fn fnv1a_128(parts: &[&[u8]]) -> u128 {
+    let mut h = Fnv128::new();
+    for part in parts {
+        h.part(part);
+    }
+    h.finish128()
+}
+
+/// What identifies the running program's build, for keys of cached results that depend on qd's
+/// own code (the lowering): the crate version and the current executable's path, size and
+/// modification time (one `stat`, made once per process). `None` when the executable cannot be
+/// found or read: then nothing keyed by it is cached, since a rebuilt program could not be told apart.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) fn build_identity() -> Option<&'static [u8]> {
+    static IDENTITY: std::sync::OnceLock<Option<Vec<u8>>> = std::sync::OnceLock::new();
+    IDENTITY
+        .get_or_init(|| {
+            let exe = std::env::current_exe().ok()?;
+            let meta = std::fs::metadata(&exe).ok()?;
+            let mtime = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
+            let mut id = Vec::new();
+            for part in [
+                env!("CARGO_PKG_VERSION").as_bytes(),
+                exe.as_os_str().as_encoded_bytes(),
+                &meta.len().to_le_bytes(),
+                &mtime.as_nanos().to_le_bytes(),
+            ] {
+                id.extend_from_slice(&(part.len() as u64).to_le_bytes());
+                id.extend_from_slice(part);
+            }
+            Some(id)
+        })
+        .as_deref()
 }
 
 /// The cache key of a PTX module for compute capability `sm` under driver `driver_version`,

@@ -96,6 +96,11 @@ pub enum DiskCacheUse {
     Driver,
     /// The cubin was loaded from this file: no JIT.
     Hit(PathBuf),
+    /// CUDA: the kernel's IR key named this cubin (D23), which was loaded without lowering the
+    /// kernel at all: no PTX was made (it is made on request, by
+    /// [`CompiledKernel::ptx`](super::CompiledKernel::ptx)), and [`CompileStats::lower`] is the
+    /// key's hashing and the lookup.
+    IrHit(PathBuf),
     /// A miss: the PTX went through the JIT and the cubin was stored in this file.
     Stored(PathBuf),
     /// A miss, and storing the cubin failed (why); the kernel still runs.

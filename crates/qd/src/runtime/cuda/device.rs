@@ -4,7 +4,7 @@ use super::driver::{check, device_count, driver, Context, DriverFailure};
 use super::{CudaOptions, PtxCode};
 use crate::ir::DType;
 use crate::runtime::cache::CodeOverrides;
-use crate::runtime::disk_cache::DiskCache;
+use crate::runtime::disk_cache::{self, DiskCache, Fnv128};
 use cudarc::driver::sys;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::ptr::null_mut;
@@ -47,6 +47,9 @@ pub(crate) struct CudaDevice {
     pub(super) ptxas: Option<Ptxas>,
     /// PTX given through `Device::override_ptx`, by kernel name.
     pub(super) ptx_overrides: CodeOverrides<PtxCode>,
+    /// The device's part of every IR key (`ir_cache.rs`), when the disk cache is on and the
+    /// program's build is known: then a kernel whose sidecar is on disk loads without lowering.
+    pub(super) ir_seed: Option<Fnv128>,
 }
 
 impl CudaDevice {
@@ -106,7 +109,22 @@ impl CudaDevice {
         };
         let ptxas =
             options.ptxas.as_ref().map(|path| Ptxas { identity: super::ptxas::identity(path), path: path.clone() });
-        Ok(CudaDevice { ctx, props, disk, ptxas, ptx_overrides: CodeOverrides::new() })
+        let mut dev = CudaDevice { ctx, props, disk, ptxas, ptx_overrides: CodeOverrides::new(), ir_seed: None };
+        if dev.disk.is_some()
+            && let Some(build) = disk_cache::build_identity()
+        {
+            let target = crate::runtime::device::Runtime::target(&dev);
+            let compiler = dev.compiler_identity();
+            dev.ir_seed =
+                Some(super::ir_cache::seed(dev.props.sm(), dev.props.driver_version, compiler, build, &target));
+        }
+        Ok(dev)
+    }
+
+    /// What compiles the disk cache's cubins, as their keys name it: the `ptxas`'s identity, or
+    /// the link API.
+    pub(super) fn compiler_identity(&self) -> &[u8] {
+        self.ptxas.as_ref().map(|p| p.identity.as_slice()).unwrap_or(b"link-api")
     }
 
     /// The disk cache's folder, when it is on.

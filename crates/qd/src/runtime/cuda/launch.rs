@@ -24,7 +24,7 @@ impl CudaDevice {
         let name = &k.kernel.name;
         let drv = |e: DriverFailure| e.into_error(name);
         if grid == 0 {
-            marshal(&k.kernel, &k.code.params, args)?;
+            marshal(&k.kernel, &k.shape.params, args)?;
             return Ok(Duration::ZERO);
         }
         self.ctx.bind().map_err(drv)?;
@@ -37,7 +37,7 @@ impl CudaDevice {
     /// just after it, on the same stream.
     fn launch_with(&self, k: &CudaKernel, grid: u32, args: &[Bound], events: Option<(&Event, &Event)>) -> Result<()> {
         let name = &k.kernel.name;
-        let mut slots = marshal(&k.kernel, &k.code.params, args)?;
+        let mut slots = marshal(&k.kernel, &k.shape.params, args)?;
         if grid == 0 {
             return Ok(());
         }
@@ -81,7 +81,7 @@ impl CudaDevice {
     /// `CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION`, sm_90) on the legacy default stream, and waits.
     pub(crate) fn run_cluster(&self, k: &CudaKernel, grid: u32, cluster: u32, args: &[Bound]) -> Result<()> {
         let name = &k.kernel.name;
-        let mut slots = marshal(&k.kernel, &k.code.params, args)?;
+        let mut slots = marshal(&k.kernel, &k.shape.params, args)?;
         if grid == 0 {
             return Ok(());
         }

@@ -28,7 +28,8 @@
 //!
 //! Files: `driver.rs` (the driver library, errors, the primary context), `device.rs` (opening a
 //! device, its properties, arrays), `jit.rs` (PTX to a module: the JIT and the link API),
-//! `ptxas.rs` (whole-program cubins from NVIDIA's `ptxas`),
+//! `ptxas.rs` (whole-program cubins from NVIDIA's `ptxas`), `ir_cache.rs` (the IR-level key and
+//! sidecar that let a warm process skip the lowering),
 //! `module.rs` (lowering, loading a kernel, shared-memory attributes), `launch.rs` (parameter
 //! marshalling, launches, events, occupancy), `runtime.rs` (the `Runtime` implementation `Device`
 //! holds).
@@ -37,6 +38,7 @@
 mod device;
 #[cfg(feature = "cuda")]
 mod driver;
+mod ir_cache;
 #[cfg(feature = "cuda")]
 mod jit;
 #[cfg(feature = "cuda")]

@@ -3,7 +3,7 @@
 
 use super::device::{CudaBuffer, CudaDevice, DEFAULT_SHARED_LIMIT};
 use super::launch::Bound;
-use super::module::{lower, CudaKernel};
+use super::module::CudaKernel;
 use super::{CudaOptions, PtxCode};
 use crate::ir::{self, DType};
 use crate::runtime::array::{decode, encode, RuntimeArray};
@@ -13,7 +13,7 @@ use crate::runtime::{Arg, CompileStats, DeviceInfo, Error, Result};
 use crate::target::{BackendKind, Target};
 use std::any::Any;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Opens CUDA device `ordinal` for the `Device` called `name`.
 pub(crate) fn open(ordinal: u32, options: &CudaOptions, name: &str) -> Result<Arc<dyn Runtime>> {
@@ -66,13 +66,7 @@ impl Runtime for CudaDevice {
     }
 
     fn compile(&self, ir: ir::Kernel, stats: &mut CompileStats) -> Result<Arc<dyn RuntimeKernel>> {
-        let t = Instant::now();
-        let code = match self.ptx_overrides.get(&ir.name) {
-            Some(code) => code,
-            None => lower(&ir, &self.target())?,
-        };
-        stats.lower = t.elapsed();
-        Ok(Arc::new(self.load(ir, code, stats)?))
+        Ok(Arc::new(self.compile_kernel(ir, stats)?))
     }
 
     fn launch(&self, kernel: &dyn RuntimeKernel, grid: u32, args: &[Arg]) -> Result<()> {
@@ -117,7 +111,7 @@ impl RuntimeKernel for CudaKernel {
     }
 
     fn ptx(&self) -> Option<&PtxCode> {
-        Some(&self.code)
+        CudaKernel::ptx(self)
     }
 
     fn registers(&self) -> Option<u32> {
