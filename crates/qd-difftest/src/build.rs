@@ -645,9 +645,10 @@ fn float_operand<T: qd::trace::Num + Pick>(op: AtomicOp, x: Val<T>) -> Val<T> {
     }
     let q = (x.cast::<i32>() & 15) - 8;
     if op == AtomicOp::Mul {
-        // ±1 or ±2: products only grow (to infinity at worst), never into denormals or NaN.
-        let m = select((q & 1).eq(0), 1i32, 2i32) * select((q & 2).eq(0), 1i32, -1i32);
-        return m.cast::<T>();
+        // 1 or 2: products only grow (to infinity at worst), never into denormals or NaN. Never
+        // negative: a zero times -1 is -0.0, and a later atomic min or max of it against +0.0
+        // may keep either zero (lavapipe and the emulator differed, seed 99, 2026-11-28).
+        return select((q & 1).eq(0), 1i32, 2i32).cast::<T>();
     }
     q.cast::<T>()
 }
