@@ -631,6 +631,9 @@ pub struct Kernel {
     pub block_dim: u32,
     /// Subgroup width the kernel was traced for.
     pub subgroup_size: u32,
+    /// Blocks per multiprocessor the code generator should leave room for (registers), where it
+    /// can: a performance hint ([`crate::trace::Kernel::min_blocks_per_sm`]), never a semantic.
+    pub min_blocks_per_sm: Option<u32>,
     /// Parameters in call order.
     pub params: Vec<Param>,
     /// Type of every SSA value.

@@ -12,7 +12,7 @@ pub fn print_kernel(k: &Kernel) -> String {
     };
     let _ = writeln!(
         out,
-        "kernel {}({}) {launch} block_dim={} subgroup={} {{",
+        "kernel {}({}) {launch} block_dim={} subgroup={}{} {{",
         k.name,
         k.params
             .iter()
@@ -23,7 +23,8 @@ pub fn print_kernel(k: &Kernel) -> String {
             .collect::<Vec<_>>()
             .join(", "),
         k.block_dim,
-        k.subgroup_size
+        k.subgroup_size,
+        k.min_blocks_per_sm.map(|b| format!(" min_blocks_per_sm={b}")).unwrap_or_default()
     );
     for (i, s) in k.shared.iter().enumerate() {
         let _ = writeln!(out, "  shared @s{i} {}: [{}; {}]", s.name, s.dtype, s.len);

@@ -183,8 +183,9 @@ fn match_and_rank_with<M: MaskWord>(c: Counters, digits: &[Val<u32>], num_bits: 
     let row = warp * c.shape.digits() as i32;
     let width = M::DTYPE.bits();
     let all_lanes = Val::constant(M::ALL_ONES) >> Val::constant(M::from_bits((width - sgs) as u64));
-    let one = Val::constant(M::ONE);
-    let below = (one << lane.cast::<M>()) - M::ONE;
+    let bit = Val::constant(M::ONE) << lane.cast::<M>();
+    // This lane and the ones below it.
+    let up_to = bit | (bit - M::ONE);
     digits
         .iter()
         .map(|digit| {
@@ -198,13 +199,15 @@ fn match_and_rank_with<M: MaskWord>(c: Counters, digits: &[Val<u32>], num_bits: 
                 peers = peers & select(set, votes, votes ^ M::ALL_ONES);
             }
             let leader = Val::constant(width as i32 - 1) - peers.clz().cast::<i32>();
-            let lower = (peers & below).popc().cast::<i32>();
+            // Peers up to this lane, itself included: the group's size in the leader (the highest
+            // peer), so one population count serves both (as CUB's match ranking does).
+            let upto = (peers & up_to).popc().cast::<i32>();
             let base = var(0i32);
             let slot = row + digit.cast::<i32>();
             trace::if_(lane.eq(leader), || {
-                base.set(crate::simt::atomic::atomic_add(c.counters.at(slot), peers.popc().cast::<i32>()));
+                base.set(crate::simt::atomic::atomic_add(c.counters.at(slot), upto));
             });
-            subgroup::shuffle(base.get(), leader.cast::<u32>()) + lower
+            subgroup::shuffle(base.get(), leader.cast::<u32>()) + upto - 1
         })
         .collect()
 }

@@ -65,6 +65,8 @@ pub struct Kernel {
     name: String,
     launch: LaunchKind,
     block_dim: u32,
+    /// See [`Kernel::min_blocks_per_sm`].
+    min_blocks_per_sm: Option<u32>,
     body: Arc<Body>,
     /// Unique per definition (clones share it): the compile cache's key, never reused.
     id: u64,
@@ -104,6 +106,7 @@ impl Kernel {
             name: name.to_string(),
             launch: LaunchKind::Range,
             block_dim,
+            min_blocks_per_sm: None,
             body: Arc::new(body),
             id: next_kernel_id(),
             defined_at: SrcLoc::caller(),
@@ -134,6 +137,7 @@ impl Kernel {
             name: name.to_string(),
             launch: LaunchKind::Explicit,
             block_dim,
+            min_blocks_per_sm: None,
             body: Arc::new(body),
             id: next_kernel_id(),
             defined_at: SrcLoc::caller(),
@@ -177,6 +181,44 @@ impl Kernel {
     /// ```
     pub fn block_dim(&self) -> u32 {
         self.block_dim
+    }
+
+    /// Asks the code generator to leave room for `blocks` resident blocks per multiprocessor,
+    /// trading registers for occupancy: CUDA's `__launch_bounds__` minimum (PTX `.minnctapersm`;
+    /// `ptxas` then caps registers per thread, spilling if it must). Other targets ignore it:
+    /// SPIR-V, Metal and the emulator have no such control, and AMDGPU's (`amdgpu-waves-per-eu`)
+    /// is left alone until a shape is measured there (the sort's 384 x 20 pass needs 32.8 KB of
+    /// LDS, so a gfx9 compute unit's 64 KB holds one block whatever the registers). A performance
+    /// hint only: results never depend on it. `0` removes it.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// let k = Kernel::explicit("k", 384, |k| {
+    ///     let a = k.array::<i32>("a");
+    ///     a.set(block::thread_idx(), 1);
+    /// })
+    /// .min_blocks_per_sm(2);
+    /// assert_eq!(k.min_blocks(), Some(2));
+    /// let d = Device::cpu();
+    /// let a = d.zeros::<i32>(384).unwrap();
+    /// d.launch_grid(&k, 1, &[a.arg()]).unwrap();
+    /// assert_eq!(a.to_vec().unwrap(), vec![1; 384]);
+    /// ```
+    pub fn min_blocks_per_sm(mut self, blocks: u32) -> Kernel {
+        self.min_blocks_per_sm = (blocks > 0).then_some(blocks);
+        // Other code: a definition of its own for the compile cache (a clone keeps the old one).
+        self.id = next_kernel_id();
+        self
+    }
+
+    /// The hint [`Kernel::min_blocks_per_sm`] set, if any.
+    ///
+    /// ```
+    /// use qd::prelude::*;
+    /// assert_eq!(Kernel::explicit("k", 64, |_| {}).min_blocks(), None);
+    /// ```
+    pub fn min_blocks(&self) -> Option<u32> {
+        self.min_blocks_per_sm
     }
 
     /// Range or explicit.
@@ -237,6 +279,7 @@ impl Kernel {
             launch: self.launch,
             block_dim: self.block_dim,
             subgroup_size: target.subgroup_size(),
+            min_blocks_per_sm: self.min_blocks_per_sm,
             params: Vec::new(),
             values: Vec::new(),
             locals: Vec::new(),
@@ -548,6 +591,7 @@ fn orphan_state() -> State {
             launch: LaunchKind::Explicit,
             block_dim: 32,
             subgroup_size: 32,
+            min_blocks_per_sm: None,
             params: Vec::new(),
             values: Vec::new(),
             locals: Vec::new(),

@@ -10,13 +10,17 @@ use crate::simt::block_radix::{count_and_scan, counter_len, match_and_rank, Rank
 use crate::simt::{block, grid, subgroup};
 use crate::trace::{for_range, if_, if_else, select, var, while_, Array, Int, Kernel, Num, Val, Var};
 
-/// The state array of one sort (u32 words), laid out for `tiles` tiles per pass:
+/// The state array of a sorter (u32 words), laid out for up to `tiles` tiles per pass:
 ///
 /// * `acc`: `8 * 256` global digit counts (one row per digit place), accumulated by the histogram kernel; zero between
 ///   sorts (the histogram's last block clears them after reading);
 /// * `gstart`: each digit's first output position, per place (written by the histogram's last block);
 /// * the histogram's ticket (zero between sorts), then one tile ticket per pass;
-/// * the look-back: `8 * tiles * 256` words, a flag in the top two bits and a count below.
+/// * the look-back: two regions of `tiles * 256` words (a flag in the top two bits and a count
+///   below). Pass `p` uses region `p % 2` and clears its tile's words of the other region for pass
+///   `p + 1`, so only region 0 needs clearing before a sort, and only when the last sort ended in
+///   it (an odd pass count): the sorter tracks that, and the histogram kernel clears it. Clearing
+///   every pass's words in the histogram kernel took 15% of it (179 MB for 2^28 u32 keys).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Layout {
     pub tiles: u32,
@@ -39,9 +43,14 @@ impl Layout {
     pub fn pass_ticket(&self, pass: u32) -> u32 {
         self.hist_ticket() + 1 + pass
     }
-    pub fn lookback(&self, pass: u32) -> u64 {
+    /// The first word of look-back region `slot` (0 or 1).
+    pub fn lookback(&self, slot: u32) -> u64 {
         let base = (self.pass_ticket(PLACES) as u64).next_multiple_of(32);
-        base + pass as u64 * self.tiles as u64 * DIGITS as u64
+        base + slot as u64 * self.tiles as u64 * DIGITS as u64
+    }
+    /// The words of the whole state.
+    pub fn len(&self) -> u64 {
+        self.lookback(2)
     }
 }
 
@@ -189,6 +198,11 @@ pub(crate) fn histogram_kernel<K: SortKey>(items: u32, fences: bool) -> Kernel {
     })
 }
 
+/// Blocks of the pass kernel that should fit a multiprocessor at once (an occupancy hint: the
+/// code generator caps registers for it). Left alone, ptxas gave the 384-thread pass 136 registers
+/// for 20 pairs per thread (one block per multiprocessor) where 80 fit without spilling.
+const PASS_BLOCKS_PER_SM: u32 = 2;
+
 /// The pass kernel's name for a shape.
 fn pass_name<K: SortKey, V: SortValue>(tuning: &SortTuning, pairs: bool) -> String {
     let values = if pairs { format!("_{}", V::DTYPE) } else { String::new() };
@@ -203,8 +217,9 @@ fn pass_name<K: SortKey, V: SortValue>(tuning: &SortTuning, pairs: bool) -> Stri
 /// through shared memory into digit order and writes each to its digit's offset plus its place in
 /// the tile; with values, the same for the values. Keys and values move as their bits.
 ///
-/// Scalars: `n`, the digit's bit and mask, the twiddle `flip`, and where this pass's ticket, digit
-/// starts and look-back words are in the state array.
+/// Scalars: `n`, the digit's bit and mask, the twiddle `flip`, where this pass's ticket, digit
+/// starts and look-back words are in the state array, and the look-back region to clear for the
+/// next pass.
 pub(crate) fn pass_kernel<K: SortKey, V: SortValue>(tuning: SortTuning, pairs: bool) -> Kernel {
     let name = pass_name::<K, V>(&tuning, pairs);
     Kernel::explicit(&name, tuning.block, move |k| {
@@ -219,6 +234,7 @@ pub(crate) fn pass_kernel<K: SortKey, V: SortValue>(tuning: SortTuning, pairs: b
         let ticket_at = k.scalar::<i32>("ticket_at");
         let gstart_at = k.scalar::<i32>("gstart_at");
         let lookback_at = k.scalar::<i32>("lookback_at");
+        let clear_at = k.scalar::<i32>("clear_at");
 
         let shape =
             RankShape { block_dim: tuning.block, radix_bits: RADIX_BITS, keys_per_thread: tuning.keys_per_thread };
@@ -239,13 +255,27 @@ pub(crate) fn pass_kernel<K: SortKey, V: SortValue>(tuning: SortTuning, pairs: b
         if_(t.eq(0), || slot.set(0, atomic_add(state.at(ticket_at), 1u32).cast::<i32>()));
         block::sync();
         let tile = slot.get(0);
+        // This tile's words of the other look-back region back to zero for the next pass (the
+        // previous pass, which used them, has finished).
+        for c in (0..DIGITS).step_by(tuning.block as usize) {
+            let d = t + c as i32;
+            let clear = || state.set(clear_at + tile * DIGITS as i32 + d, 0u32);
+            if c + tuning.block <= DIGITS {
+                clear();
+            } else {
+                if_(d.lt(DIGITS as i32), clear);
+            }
+        }
         let base = tile * tile_len;
         let valid = (n - base).min(tile_len);
         let full = valid.eq(tile_len);
 
         // 2. Keys, warp-striped; positions past `n` are padding with the largest ordered bits.
-        let pos: Vec<Val<i32>> = (0..kp).map(|j| (warp * kp + j) * sgs + lane).collect();
-        let raw = load_tile(keys_in, base, &pos, full, valid);
+        //    Each position is one register plus a constant, so the value loads of step 5 reuse
+        //    the keys' first address instead of keeping `kp` positions live through the kernel.
+        let stripe = Stripe { first: warp * (kp * sgs) + lane, step: sgs };
+        let pos: Vec<Val<i32>> = (0..kp).map(|j| stripe.at(j)).collect();
+        let raw = load_tile(keys_in, base, stripe, kp, full, valid);
         let all_ones = Val::constant(<K::Bits as Int>::ALL_ONES);
         let digits: Vec<Val<u32>> = raw
             .iter()
@@ -269,7 +299,7 @@ pub(crate) fn pass_kernel<K: SortKey, V: SortValue>(tuning: SortTuning, pairs: b
         let lb = Lookback { state, lookback_at, gstart_at, tile };
         lb.publish(&owned, &counts);
         let ranks = match_and_rank(counters, &digits, RADIX_BITS);
-        let fallback_keys = FallbackKeys { keys: keys_in, tile_len, pos: &pos, shift, mask, flip };
+        let fallback_keys = FallbackKeys { keys: keys_in, tile_len, stripe, kp, shift, mask, flip };
         let starts = lookback::look_back(&lb, &owned, &counts, tuning, &|p, add| fallback_keys.count(p, add));
         if_(owned.active, || {
             for (i, (s, e)) in starts.iter().zip(&owned.excl).enumerate() {
@@ -294,30 +324,55 @@ pub(crate) fn pass_kernel<K: SortKey, V: SortValue>(tuning: SortTuning, pairs: b
 
         // 5. Values: loaded only now (fewer live registers above), moved the same way.
         if let Some((values_in, values_out)) = values {
-            let vals = load_tile(values_in, base, &pos, full, valid);
+            let vals = load_tile(values_in, base, stripe, kp, full, valid);
             let bits: Vec<Val<V::Bits>> = vals.iter().map(|v| V::to_radix_bits(v.get())).collect();
             let moved = exchange::<V::Bits>(buf, &bits, &ranks, &idx);
             store_tile(values_out, &dest, &idx, full, valid, |j| V::from_radix_bits(moved[j]));
         }
     })
+    .min_blocks_per_sm(PASS_BLOCKS_PER_SM)
 }
 
-/// `a[base + pos[j]]` for each `j` into fresh variables: unguarded in a full tile, else only
-/// positions below `valid` (the others stay zero).
+/// A thread's warp-striped tile positions: `first + j * step` for its `j`-th key.
+#[derive(Clone, Copy)]
+struct Stripe {
+    first: Val<i32>,
+    step: i32,
+}
+
+impl Stripe {
+    #[track_caller]
+    fn at(self, j: i32) -> Val<i32> {
+        self.first + j * self.step
+    }
+}
+
+/// `a[base + stripe.at(j)]` for `j < kp` into fresh variables: unguarded in a full tile, else only
+/// positions below `valid` (the others stay zero). The addresses are one register (`base +
+/// stripe.first`) plus constants.
 #[track_caller]
-fn load_tile<T: Num>(a: Array<T>, base: Val<i32>, pos: &[Val<i32>], full: Val<bool>, valid: Val<i32>) -> Vec<Var<T>> {
-    let vars: Vec<Var<T>> = pos.iter().map(|_| var(T::ZERO)).collect();
+fn load_tile<T: Num>(
+    a: Array<T>,
+    base: Val<i32>,
+    stripe: Stripe,
+    kp: i32,
+    full: Val<bool>,
+    valid: Val<i32>,
+) -> Vec<Var<T>> {
+    let vars: Vec<Var<T>> = (0..kp).map(|_| var(T::ZERO)).collect();
+    let first = base + stripe.first;
     if_else(
         full,
         || {
-            let loaded: Vec<Val<T>> = pos.iter().map(|p| a.get(base + *p)).collect();
+            let loaded: Vec<Val<T>> = (0..kp).map(|j| a.get(first + j * stripe.step)).collect();
             for (v, x) in vars.iter().zip(loaded) {
                 v.set(x);
             }
         },
         || {
-            for (v, p) in vars.iter().zip(pos) {
-                if_(p.lt(valid), || v.set(a.get(base + *p)));
+            for (j, v) in vars.iter().enumerate() {
+                let j = j as i32;
+                if_(stripe.at(j).lt(valid), || v.set(a.get(first + j * stripe.step)));
             }
         },
     );
@@ -371,21 +426,22 @@ fn exchange<B: RadixBits>(buf: Array<i32>, bits: &[Val<B>], ranks: &[Val<i32>], 
 
 /// What the fallback needs to count a predecessor tile's digits itself: the keys and this
 /// thread's positions in a tile (the predecessors are full tiles).
-struct FallbackKeys<'a, K: SortKey> {
+struct FallbackKeys<K: SortKey> {
     keys: Array<K>,
     tile_len: i32,
-    pos: &'a [Val<i32>],
+    stripe: Stripe,
+    kp: i32,
     shift: Val<u32>,
     mask: Val<u32>,
     flip: Val<K::Bits>,
 }
 
-impl<K: SortKey> FallbackKeys<'_, K> {
+impl<K: SortKey> FallbackKeys<K> {
     /// Calls `add(digit)` for each of this thread's keys of tile `p`.
     #[track_caller]
     fn count(&self, p: Val<i32>, add: &dyn Fn(Val<i32>)) {
-        let base = p * self.tile_len;
-        let loaded: Vec<Val<K>> = self.pos.iter().map(|q| self.keys.get(base + *q)).collect();
+        let first = p * self.tile_len + self.stripe.first;
+        let loaded: Vec<Val<K>> = (0..self.kp).map(|j| self.keys.get(first + j * self.stripe.step)).collect();
         for key in loaded {
             let ord = K::ordered(key) ^ self.flip;
             add(K::Bits::digit(ord, self.shift, self.mask).cast::<i32>());

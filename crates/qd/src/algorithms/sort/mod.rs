@@ -164,14 +164,23 @@ pub fn sort_pairs<K: SortKey, V: SortValue>(
 pub struct Sorter {
     device: Device,
     tuning: Option<SortTuning>,
-    /// The state words; zero where [`Layout`] says so between sorts (dropped after a failure).
-    state: Option<DeviceArray<u32>>,
+    /// The state words (dropped after a failure).
+    state: Option<SortState>,
     /// Scratch arrays by use (0 keys, 1 values) and element type.
     scratch: HashMap<(u8, DType), Box<dyn Any>>,
     timed: bool,
     times: Vec<(String, Duration)>,
     /// The histogram's fences (always on, but in the test that shows they are needed).
     hist_fences: bool,
+}
+
+/// A sorter's state array and what of it is set between sorts.
+struct SortState {
+    words: DeviceArray<u32>,
+    layout: Layout,
+    /// Tiles of look-back region 0 whose words the last sort left set (its last pass used region
+    /// 0); everything else [`Layout`] names is zero between sorts.
+    dirty: u32,
 }
 
 impl Sorter {
@@ -373,19 +382,11 @@ impl Sorter {
         let pairs = values.is_some();
         let tuning = self.tuning_for::<K, V>(pairs);
         let tiles = n.div_ceil(tuning.tile() as usize) as u32;
-        let layout = Layout { tiles };
         let passes = (bits.end - bits.start).div_ceil(RADIX_BITS);
         let last_bits = bits.end - bits.start - (passes - 1) * RADIX_BITS;
         let last_mask = (1u32 << last_bits) - 1;
         let flip = if descending { <K::Bits as Int>::ALL_ONES } else { <K::Bits as Scalar>::from_bits(0) };
-        let state_len = layout.lookback(passes);
-        if state_len > i32::MAX as u64 {
-            return Err(DeviceError::Launch {
-                kernel: "sort".into(),
-                message: format!("{n} keys need {state_len} state words, more than i32::MAX"),
-            });
-        }
-        let state = self.state(state_len as usize)?;
+        let (state, layout, dirty) = self.state(tiles)?;
         let keys_alt = self.scratch::<K>(0, n)?;
         let values_alt = values.map(|_| self.scratch::<V>(1, n)).transpose()?;
 
@@ -397,8 +398,9 @@ impl Sorter {
         let chunks = n.div_ceil((HIST_BLOCK * tuning.hist_items) as usize) as u32;
         let resident = self.resident_blocks(&hist)?;
         let grid = chunks.clamp(1, resident);
+        // The tile tickets, and the look-back words the last sort left in region 0.
         let clear_from = layout.pass_ticket(0) as i32;
-        let clear_to = layout.lookback(passes) as i32;
+        let clear_to = (layout.lookback(0) + dirty as u64 * DIGITS as u64) as i32;
         let args = [
             keys.arg(),
             state.arg(),
@@ -432,10 +434,15 @@ impl Sorter {
                 Arg::scalar(flip),
                 Arg::scalar(layout.pass_ticket(p) as i32),
                 Arg::scalar(layout.gstart(p) as i32),
-                Arg::scalar(layout.lookback(p) as i32),
+                Arg::scalar(layout.lookback(p % 2) as i32),
+                Arg::scalar(layout.lookback(1 - p % 2) as i32),
             ]);
             self.launch(&pass, tiles, &args)?;
             std::mem::swap(&mut from, &mut to);
+        }
+        if let Some(s) = &mut self.state {
+            // The last pass cleared the other region; its own stays set.
+            s.dirty = if passes % 2 == 1 { tiles } else { 0 };
         }
         if passes % 2 == 1 {
             let copy = cached(("copy", K::DTYPE, None, tuning), kernels::copy_kernel::<K>);
@@ -448,16 +455,27 @@ impl Sorter {
         Ok(())
     }
 
-    /// The state array, at least `len` words, zeroed when (re)allocated.
-    fn state(&mut self, len: usize) -> Result<DeviceArray<u32>, DeviceError> {
-        match &self.state {
-            Some(s) if s.len() >= len => Ok(s.clone()),
-            _ => {
-                let s = self.device.zeros::<u32>(len)?;
-                self.state = Some(s.clone());
-                Ok(s)
-            }
+    /// The state array for sorts of up to `tiles` tiles, its layout and its set tiles of region 0;
+    /// zeroed when (re)allocated.
+    fn state(&mut self, tiles: u32) -> Result<(DeviceArray<u32>, Layout, u32), DeviceError> {
+        if let Some(s) = &self.state
+            && s.layout.tiles >= tiles
+        {
+            return Ok((s.words.clone(), s.layout, s.dirty));
         }
+        let layout = Layout { tiles };
+        let len = layout.len();
+        if len > i32::MAX as u64 {
+            return Err(DeviceError::Launch {
+                kernel: "sort".into(),
+                message: format!("{tiles} tiles need {len} state words, more than i32::MAX"),
+            });
+        }
+        // Dropped first: the old array's memory is free for the new one.
+        self.state = None;
+        let words = self.device.zeros::<u32>(len as usize)?;
+        self.state = Some(SortState { words: words.clone(), layout, dirty: 0 });
+        Ok((words, layout, 0))
     }
 
     /// Scratch array `slot` (0 for keys, 1 for values): at least `len` elements of `T`.
@@ -576,5 +594,33 @@ mod tests {
             assert_eq!(weak_sort(seed, true), Ok(()));
         }
         assert!((0..8).any(|seed| weak_sort(seed, false).is_err()), "no seed showed the missing fences");
+    }
+
+    /// One sorter through sorts whose last pass leaves look-back region 0 set (odd pass counts)
+    /// or clear, of more tiles and fewer: each sort's first pass must find its region clear. (The
+    /// weak-memory emulator interleaves blocks, so a tile can read a word its predecessor has not
+    /// written yet.)
+    #[test]
+    fn the_state_stays_clear_across_pass_counts_and_sizes() {
+        let d = Device::from_name("cpu+weak=7").unwrap();
+        let tuning = SortTuning { block: 64, keys_per_thread: 4, hist_items: 4, fallback_spins: 16 };
+        let mut sorter = Sorter::new(&d).with_tuning(tuning);
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        for (n, bits) in [(3000, 0..8), (1000, 0..32), (5000, 0..24), (6000, 0..32), (2000, 8..16), (6000, 0..32)] {
+            let keys: Vec<u32> = (0..n)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u32
+                })
+                .collect();
+            let a = d.array_from(&keys).unwrap();
+            sorter.sort_keys(&a, &SortOptions::new().bits(bits.clone())).unwrap();
+            let mut want = keys;
+            let field = |k: &u32| (((*k as u64) >> bits.start) & ((1u64 << (bits.end - bits.start)) - 1)) as u32;
+            want.sort_by_key(field);
+            assert_eq!(a.to_vec().unwrap(), want, "{n} keys, bits {bits:?}");
+        }
     }
 }

@@ -39,12 +39,13 @@ impl SortTuning {
 
     /// The default shape for keys of `key_bytes` bytes (with values of `value_bytes`, 0 for keys
     /// only) on `target`: tiles of at least 4096 keys. 32- and 64-lane subgroups take 384-thread
-    /// blocks of 16 keys for 4-byte keys only, else 256 threads of 16 keys: the fastest of the
-    /// shapes measured for u32 keys and u32/u32 pairs on an H200 at 2^28 keys (D29,
-    /// `docs/gpu-records/2026-11-28-h200-sort/`; 8-byte keys and values were not measured).
-    /// Narrower subgroups take 16 subgroups per block (the ranking keeps one set of digit counters
-    /// per subgroup), with more keys each. The tile shrinks, down to 4096 keys, until the pass
-    /// kernel's shared memory fits the target.
+    /// blocks of 20 keys (CUB's 7680-key tile) for 4-byte keys with no values or 4-byte values,
+    /// else 256 threads of 16 keys: the fastest of the shapes measured for u32 keys and u32/u32
+    /// pairs on an H100 at 2^28 keys once the pass kernel kept two blocks per multiprocessor (D29,
+    /// `docs/gpu-records/2026-11-28-h100-sort-occupancy/`; 8-byte keys and values were not
+    /// measured). Narrower subgroups take 16 subgroups per block (the ranking keeps one set of
+    /// digit counters per subgroup), with more keys each. Keys per thread drop, down to a
+    /// 4096-key tile, until the pass kernel's shared memory fits the target.
     ///
     /// ```
     /// use qd::algorithms::sort::SortTuning;
@@ -52,7 +53,7 @@ impl SortTuning {
     ///
     /// let target = Device::from_name("cpu:sg32").unwrap().target().clone();
     /// let keys = SortTuning::for_target(&target, 4, 0);
-    /// assert_eq!((keys.block, keys.keys_per_thread), (384, 16));
+    /// assert_eq!((keys.block, keys.keys_per_thread), (384, 20));
     /// let pairs = SortTuning::for_target(&target, 8, 8);
     /// assert_eq!(pairs.block % target.subgroup_size(), 0);
     /// ```
@@ -60,7 +61,7 @@ impl SortTuning {
         let sgs = target.subgroup_size();
         let (block, keys_per_thread) = if sgs >= 32 {
             match (key_bytes, value_bytes) {
-                (4, 0) => (384, 16),
+                (4, 0) | (4, 4) => (384, 20),
                 _ => (256, 16),
             }
         } else {
@@ -69,8 +70,8 @@ impl SortTuning {
         };
         let mut t = SortTuning { block, keys_per_thread, hist_items: 16, fallback_spins: 128 };
         let max = target.limits().max_shared_bytes;
-        while t.pass_shared_bytes(sgs) > max && t.tile() / 2 >= 4096 && t.keys_per_thread.is_multiple_of(2) {
-            t.keys_per_thread /= 2;
+        while t.pass_shared_bytes(sgs) > max && (t.keys_per_thread - 1) * t.block >= 4096 {
+            t.keys_per_thread -= 1;
         }
         t
     }
@@ -81,5 +82,33 @@ impl SortTuning {
     pub(crate) fn pass_shared_bytes(&self, subgroup_size: u32) -> u32 {
         let counters = self.block / subgroup_size * DIGITS;
         4 * (self.tile().max(counters) + 2 * DIGITS + 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::spirv::SpirvCaps;
+    use crate::runtime::Device;
+
+    /// Every default shape fits its target's shared memory with tiles of 4096 keys or more (the
+    /// 384 x 20 tile needs 32.8 KB, over Metal's and lavapipe's 32 KB).
+    #[test]
+    fn default_shapes_fit_every_target() {
+        let mut targets: Vec<Target> =
+            ["cpu:sg4", "cpu:sg8", "cpu:sg32", "cpu:sg64", "cpu:sg32@metal", "cpu:sg64@amdgpu"]
+                .iter()
+                .map(|name| Device::from_name(name).unwrap().target().clone())
+                .collect();
+        targets.push(Target::vulkan(8, &SpirvCaps::lavapipe()));
+        targets.push(Target::vulkan(32, &SpirvCaps { max_shared_bytes: 32 * 1024, ..SpirvCaps::lavapipe() }));
+        for target in &targets {
+            for (key_bytes, value_bytes) in [(4, 0), (4, 4), (8, 0), (8, 8)] {
+                let t = SortTuning::for_target(target, key_bytes, value_bytes);
+                let sgs = target.subgroup_size();
+                assert!(t.tile() >= 4096, "{t:?} on {sgs} lanes");
+                assert!(t.pass_shared_bytes(sgs) <= target.limits().max_shared_bytes, "{t:?} on {sgs} lanes");
+            }
+        }
     }
 }

@@ -250,6 +250,7 @@ mod tests {
             launch: LaunchKind::Explicit,
             block_dim: 32,
             subgroup_size: 32,
+            min_blocks_per_sm: None,
             params,
             values: Vec::new(),
             locals: Vec::new(),

@@ -474,6 +474,7 @@ mod tests {
             launch: LaunchKind::Explicit,
             block_dim: 64,
             subgroup_size: 8,
+            min_blocks_per_sm: None,
             params,
             values: Vec::new(),
             locals: Vec::new(),

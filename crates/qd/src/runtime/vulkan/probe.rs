@@ -255,6 +255,7 @@ fn run(
         launch: LaunchKind::Explicit,
         block_dim: block,
         subgroup_size: sg.size,
+        min_blocks_per_sm: None,
         params,
         values: Vec::new(),
         locals: Vec::new(),

@@ -407,6 +407,7 @@ mod tests {
             launch: LaunchKind::Explicit,
             block_dim: 40,
             subgroup_size: 32,
+            min_blocks_per_sm: None,
             params: Vec::new(),
             values: Vec::new(),
             locals: Vec::new(),

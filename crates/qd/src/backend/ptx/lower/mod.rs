@@ -256,7 +256,12 @@ pub fn lower_kernel(kernel: &Kernel, target: &PtxTarget) -> Result<PtxModule, Tr
         let _ = writeln!(text, ".shared .align {align} .b8 {entry}_smem[{shared_bytes}];\n");
     }
     let _ = writeln!(text, ".visible .entry {entry}(\n\t{}\n)", sig.join(",\n\t"));
-    let _ = writeln!(text, ".maxntid {}, 1, 1\n{{", kernel.block_dim);
+    let _ = writeln!(text, ".maxntid {}, 1, 1", kernel.block_dim);
+    if let Some(blocks) = kernel.min_blocks_per_sm {
+        // With `.maxntid`, ptxas caps registers so that `blocks` blocks fit a multiprocessor.
+        let _ = writeln!(text, ".minnctapersm {blocks}");
+    }
+    let _ = writeln!(text, "{{");
     for (c, n) in [
         (Class::Pred, "%p"),
         (Class::B16, "%rs"),
