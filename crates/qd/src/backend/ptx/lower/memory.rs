@@ -8,9 +8,29 @@ use crate::trace::TraceError;
 
 impl Lower<'_> {
     /// The address of `place` in a fresh register, and its state space (global, shared or local).
+    ///
+    /// An i32 index `x + c` with a small non-negative constant `c` is addressed as `x`'s address
+    /// plus `c` elements in a 64-bit add, which ptxas folds into the access's immediate offset;
+    /// the 32-bit `x + c` might wrap, so ptxas could not fold it, and every element of an unrolled
+    /// tile cost an add and a wide multiply of its own. The two differ only where `x + c`
+    /// overflows, and then the wrapped index is negative: out of bounds either way.
     pub(super) fn address(&mut self, place: &Place) -> (String, AddressSpace) {
         let k = self.k;
         let size = k.array_dtype(place.array).size_bytes();
+        let (index, folded) = self.offsets.get(&place.index).copied().unwrap_or((place.index, 0));
+        let (a, space) = self.element_address(place.array, index, size);
+        if folded == 0 {
+            return (a, space);
+        }
+        let b = self.fresh(Class::B64);
+        self.line(format!("add.s64 {b}, {a}, {};", folded * size as i64));
+        (b, space)
+    }
+
+    /// The address of element `index` (of `size` bytes) of `array`.
+    fn element_address(&mut self, array: ArrayRef, index: ValueId, size: usize) -> (String, AddressSpace) {
+        let k = self.k;
+        let place = Place { array, index };
         let idx = self.r(place.index);
         let it = self.d(place.index);
         let off = self.fresh(Class::B64);

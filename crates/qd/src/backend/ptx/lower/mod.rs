@@ -151,6 +151,46 @@ struct Lower<'k> {
     dynamic_shared: bool,
     /// Values read anywhere: an atomic whose result is not among them prints as `red`.
     used: std::collections::HashSet<ValueId>,
+    /// i32 values `x + c` with `c` a constant in `0..=`[`MAX_FOLDED`]: `(x, c)` ([`Lower::address`]).
+    offsets: std::collections::HashMap<ValueId, (ValueId, i64)>,
+}
+
+/// The largest constant element offset an address folds (its bytes stay far inside a PTX
+/// immediate).
+const MAX_FOLDED: i64 = 1 << 20;
+
+/// The i32 values of `kernel` that are another value plus a constant in `0..=MAX_FOLDED` (chains
+/// of such adds summed), as `(x, c)`.
+fn constant_offsets(kernel: &Kernel) -> std::collections::HashMap<ValueId, (ValueId, i64)> {
+    let mut consts = std::collections::HashMap::new();
+    kernel.body.walk(&mut |i| {
+        if let InstKind::Const { dst, value } = &i.kind
+            && value.dtype == DType::I32
+        {
+            consts.insert(*dst, value.bits as u32 as i32 as i64);
+        }
+    });
+    let mut offsets: std::collections::HashMap<ValueId, (ValueId, i64)> = std::collections::HashMap::new();
+    // Definitions come before uses in a walk, so a chain's inner add is already in the map.
+    kernel.body.walk(&mut |i| {
+        if let InstKind::Binary { dst, op: BinOp::Add, a, b } = &i.kind
+            && kernel.dtype(*dst) == DType::I32
+        {
+            let (x, c) = match (consts.get(a), consts.get(b)) {
+                (_, Some(&c)) => (*a, c),
+                (Some(&c), None) => (*b, c),
+                _ => return,
+            };
+            let (x, c) = match offsets.get(&x) {
+                Some(&(y, d)) => (y, c + d),
+                None => (x, c),
+            };
+            if (0..=MAX_FOLDED).contains(&c) {
+                offsets.insert(*dst, (x, c));
+            }
+        }
+    });
+    offsets
 }
 
 /// Lowers `kernel` for `sm_<sm>` (not architecture-specific): [`lower_kernel`] for
@@ -195,6 +235,7 @@ pub fn lower_kernel(kernel: &Kernel, target: &PtxTarget) -> Result<PtxModule, Tr
         loops: Vec::new(),
         dynamic_shared: false,
         used: Default::default(),
+        offsets: constant_offsets(kernel),
     };
     kernel.body.walk(&mut |i| l.used.extend(i.kind.uses()));
     l.value_reg = kernel.values.iter().map(|d| l.fresh(class(*d))).collect();
