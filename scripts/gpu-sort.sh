@@ -16,7 +16,10 @@ OUT="$2"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 QD="$B/bin/qd"
 SEED=20261128
-REPS=20
+REPS="${REPS:-20}"
+# qd's cubins land here, for the SASS of the pass kernel (cuobjdump, at the end).
+export QD_CACHE_DIR="$OUT/qd-cache"
+export PATH="$PATH:/usr/local/cuda/bin"
 start=$SECONDS
 log() { echo "[$((SECONDS - start))s] $*" | tee -a "$OUT/progress.txt"; }
 
@@ -36,9 +39,11 @@ log "conformance: $(grep -h passed "$OUT/conformance.txt" | tr '\n' ' ')"
 
 # Tile shapes at 2^28 (random keys): the default first.
 "$QD" bench sort --backend cuda --sizes 2^28 --reps 10 --warmup 2 --seed $SEED \
-    --tunings default,256x16,256x24,384x16,384x24,512x12,512x16,640x12 2>>"$OUT/stderr.txt" | tee -a "$OUT/tuning.txt"
+    --tunings "${KEY_TUNINGS:-default,256x16,256x24,384x16,384x24,512x12,512x16,640x12}" 2>>"$OUT/stderr.txt" |
+    tee -a "$OUT/tuning.txt"
 "$QD" bench sort --backend cuda --values u32 --sizes 2^28 --reps 10 --warmup 2 --seed $SEED \
-    --tunings default,256x16,256x20,384x12,384x20,512x12 2>>"$OUT/stderr.txt" | tee -a "$OUT/tuning.txt"
+    --tunings "${PAIR_TUNINGS:-default,256x16,256x20,384x12,384x20,512x12}" 2>>"$OUT/stderr.txt" |
+    tee -a "$OUT/tuning.txt"
 log "tuning done"
 
 SIZES="2^16..2^28,2^28-2^20"
@@ -72,4 +77,7 @@ for (values, entropy, n), r in sorted(rows.items()):
           f"{c['gkeys']} | {ratio:.3f} | {q['check']}/{c['check']} |")
 EOF
 cat "$OUT/table.md"
+for f in $(find "$OUT/qd-cache" -name '*.cubin' 2>/dev/null); do
+    cuobjdump -sass "$f" >"$f.sass" 2>&1
+done
 log "all done"

@@ -2,7 +2,7 @@
 //! reduction of the current run), passed between tiles by the look-back like any other value.
 
 use super::lookback::{const_pieces, from_pieces, pieces_of, select_pieces, to_pieces, Combine, LookBack, Pieces};
-use super::tile::tile_to_shared;
+use super::tile::tiles_to_shared;
 use super::{check_len, check_out, device_err, Operator, Result, Tuning, Workspace};
 use crate::ir::SrcLoc;
 use crate::runtime::{Device, DeviceArray};
@@ -101,8 +101,14 @@ fn reduce_by_key_kernel<K: Scalar, V: Shuffle>(op: &Operator<V>, block: u32, ite
         let mine = t * items as i32;
         let sh_k = block::shared_array::<K>(block * items);
         let sh_v = block::shared_array::<V>(block * items);
-        tile_to_shared(keys, sh_k, base, n, Val::constant(K::from_bits(0)), block, items);
-        tile_to_shared(values, sh_v, base, n, op.identity_val(), block, items);
+        tiles_to_shared(
+            (keys, sh_k, Val::constant(K::from_bits(0))),
+            (values, sh_v, op.identity_val()),
+            base,
+            n,
+            block,
+            items,
+        );
         let combine = |a: &[Val<u32>], b: &[Val<u32>]| pair(op, a, b);
         let mut identity = const_pieces(0u32);
         identity.extend(const_pieces(op.identity()));

@@ -39,9 +39,10 @@ impl SortTuning {
 
     /// The default shape for keys of `key_bytes` bytes (with values of `value_bytes`, 0 for keys
     /// only) on `target`: tiles of at least 4096 keys. 32- and 64-lane subgroups take 384-thread
-    /// blocks of 20 keys (CUB's 7680-key tile) for 4-byte keys with no values or 4-byte values,
-    /// else 256 threads of 16 keys: the fastest of the shapes measured for u32 keys and u32/u32
-    /// pairs on an H100 at 2^28 keys once the pass kernel kept two blocks per multiprocessor (D29,
+    /// blocks: of 24 keys for 4-byte keys alone, of 20 (CUB's 7680-key tile) with 4-byte values;
+    /// else 256 threads of 16 keys. These were the fastest of the shapes measured for u32 keys and
+    /// u32/u32 pairs on an H100 at 2^28 keys once the pass kernel kept two blocks per
+    /// multiprocessor (D29,
     /// `docs/gpu-records/2026-11-28-h100-sort-occupancy/`; 8-byte keys and values were not
     /// measured). Narrower subgroups take 16 subgroups per block (the ranking keeps one set of
     /// digit counters per subgroup), with more keys each. Keys per thread drop, down to a
@@ -53,7 +54,7 @@ impl SortTuning {
     ///
     /// let target = Device::from_name("cpu:sg32").unwrap().target().clone();
     /// let keys = SortTuning::for_target(&target, 4, 0);
-    /// assert_eq!((keys.block, keys.keys_per_thread), (384, 20));
+    /// assert_eq!((keys.block, keys.keys_per_thread), (384, 24));
     /// let pairs = SortTuning::for_target(&target, 8, 8);
     /// assert_eq!(pairs.block % target.subgroup_size(), 0);
     /// ```
@@ -61,7 +62,8 @@ impl SortTuning {
         let sgs = target.subgroup_size();
         let (block, keys_per_thread) = if sgs >= 32 {
             match (key_bytes, value_bytes) {
-                (4, 0) | (4, 4) => (384, 20),
+                (4, 0) => (384, 24),
+                (4, 4) => (384, 20),
                 _ => (256, 16),
             }
         } else {
@@ -92,7 +94,7 @@ mod tests {
     use crate::runtime::Device;
 
     /// Every default shape fits its target's shared memory with tiles of 4096 keys or more (the
-    /// 384 x 20 tile needs 32.8 KB, over Metal's and lavapipe's 32 KB).
+    /// 384 x 24 tile needs 38.9 KB, over Metal's and lavapipe's 32 KB).
     #[test]
     fn default_shapes_fit_every_target() {
         let mut targets: Vec<Target> =
