@@ -280,3 +280,35 @@ fn unknown_target_is_an_error_at_the_callers_line() {
     assert!(e.message.contains("unknown PTX target sm_101"), "{e}");
     assert!(lower_kernel(&ir, &PtxTarget::arch_specific(80)).is_err(), "there is no sm_80a");
 }
+
+/// D34: an i32 index `x + c` (a small non-negative constant) is `x`'s address plus `c` elements
+/// in a 64-bit add, which ptxas folds into the access; a negative constant stays in the 32-bit
+/// index (it could wrap a negative `x` into range).
+#[test]
+fn constant_index_offsets_fold_into_the_address() {
+    let k = Kernel::explicit("fold_offsets", 64, |k| {
+        let a = k.array::<f32>("a");
+        let t = block::thread_idx();
+        let x = a.get(t + 3) + a.get(t + 64 + 1);
+        a.set(t + 7, x);
+        a.set(t + (-2), x);
+    });
+    for (target, text) in check(&k) {
+        // `(t + 64) + 1` is one chain: t plus 65 elements.
+        for bytes in [12, 260, 28] {
+            assert!(text.contains(&format!(", {bytes};")), "{target}: no {bytes}-byte offset in\n{text}");
+        }
+        // The 32-bit sums feed no address (only the negative one does).
+        let wide: Vec<&str> = text.lines().filter(|l| l.contains("mul.wide.s32")).collect();
+        assert_eq!(wide.len(), 4, "{target}: {wide:?}");
+        assert!(!text.contains(", -8;"), "{target}: a negative offset folded");
+    }
+    let hinted = Kernel::explicit("hinted", 384, |k| {
+        let a = k.array::<u32>("a");
+        a.set(block::thread_idx(), 1u32);
+    })
+    .min_blocks_per_sm(2);
+    for (target, text) in check(&hinted) {
+        assert!(text.contains(".maxntid 384, 1, 1\n.minnctapersm 2\n"), "{target}:\n{text}");
+    }
+}

@@ -74,7 +74,6 @@ pub(crate) fn tile_to_shared<T: Scalar>(
 /// before the shared stores and the one barrier, so the two tiles' memory latencies overlap
 /// instead of following each other.
 #[track_caller]
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn tiles_to_shared<A: Scalar, B: Scalar>(
     a: (Array<A>, Array<A>, Val<A>),
     b: (Array<B>, Array<B>, Val<B>),
