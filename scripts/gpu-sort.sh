@@ -8,8 +8,10 @@
 # bench/cub_sort.cu; built here when missing and nvcc is on PATH). OUT gets the logs:
 # device.txt, conformance.txt, tuning.txt, lines.txt (qd and CUB), table.md (qd / CUB per size and
 # entropy). Order: the device, the sort's conformance cases on CUDA, a tile-shape sweep at 2^28,
-# then keys and pairs (u32 keys, u32 values) at 2^16..2^28 and 2^28 - 2^20, entropy 1.0 and 0.201,
-# for qd's default shape and for CUB.
+# the SASS of the compiled kernels (qd-cache/**/*.sass), then keys and pairs (u32 keys, u32 values)
+# at 2^16..2^28 and 2^28 - 2^20, entropy 1.0 and 0.201, for qd's default shape and for CUB.
+# KEY_TUNINGS and PAIR_TUNINGS replace the sweep's shape lists, REPS the timed sorts per line (20).
+# The whole run took 473 s on an H200 with the default lists; give it a 600 s call of its own.
 set -uo pipefail
 B="$1"
 OUT="$2"
@@ -45,6 +47,11 @@ log "conformance: $(grep -h passed "$OUT/conformance.txt" | tr '\n' ' ')"
     --tunings "${PAIR_TUNINGS:-default,256x16,256x20,384x12,384x20,512x12}" 2>>"$OUT/stderr.txt" |
     tee -a "$OUT/tuning.txt"
 log "tuning done"
+# The SASS of every kernel compiled so far (the defaults' pass and histogram kernels among them),
+# before the long size sweep: a run cut short keeps it.
+for f in $(find "$OUT/qd-cache" -name '*.cubin' 2>/dev/null); do
+    cuobjdump -sass "$f" >"$f.sass" 2>&1
+done
 
 SIZES="2^16..2^28,2^28-2^20"
 CSIZES=$(for e in $(seq 16 28); do printf '%d,' $((1 << e)); done)$(((1 << 28) - (1 << 20)))
@@ -77,7 +84,4 @@ for (values, entropy, n), r in sorted(rows.items()):
           f"{c['gkeys']} | {ratio:.3f} | {q['check']}/{c['check']} |")
 EOF
 cat "$OUT/table.md"
-for f in $(find "$OUT/qd-cache" -name '*.cubin' 2>/dev/null); do
-    cuobjdump -sass "$f" >"$f.sass" 2>&1
-done
 log "all done"
