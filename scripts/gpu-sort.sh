@@ -11,6 +11,8 @@
 # the SASS of the compiled kernels (qd-cache/**/*.sass), then keys and pairs (u32 keys, u32 values)
 # at 2^16..2^28 and 2^28 - 2^20, entropy 1.0 and 0.201, for qd's default shape and for CUB.
 # KEY_TUNINGS and PAIR_TUNINGS replace the sweep's shape lists, REPS the timed sorts per line (20).
+# SWEEP_ONLY=1 stops after the sweep and the SASS, with CUB's keys and pairs at 2^28 beside it in
+# tuning.txt: a short call (about 2.5 minutes with four shapes each).
 # The whole run took 473 s on an H200 with the default lists; give it a 600 s call of its own.
 set -uo pipefail
 B="$1"
@@ -52,6 +54,13 @@ log "tuning done"
 for f in $(find "$OUT/qd-cache" -name '*.cubin' 2>/dev/null); do
     cuobjdump -sass "$f" >"$f.sass" 2>&1
 done
+if [[ -n "${SWEEP_ONLY:-}" ]]; then
+    for mode in keys pairs; do
+        "$B/cub_sort" $mode $((1 << 28)) 1.0 10 $SEED 2>>"$OUT/stderr.txt" | tee -a "$OUT/tuning.txt"
+    done
+    log "sweep done"
+    exit 0
+fi
 
 SIZES="2^16..2^28,2^28-2^20"
 CSIZES=$(for e in $(seq 16 28); do printf '%d,' $((1 << e)); done)$(((1 << 28) - (1 << 20)))

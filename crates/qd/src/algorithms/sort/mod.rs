@@ -560,6 +560,18 @@ pub fn sort_kernels<K: SortKey, V: SortValue>(tuning: SortTuning, pairs: bool) -
 mod tests {
     use super::*;
 
+    /// `n` pseudo-random keys from the xorshift state `x`.
+    fn xorshift_keys(x: &mut u64, n: usize) -> Vec<u32> {
+        (0..n)
+            .map(|_| {
+                *x ^= *x << 13;
+                *x ^= *x >> 7;
+                *x ^= *x << 17;
+                *x as u32
+            })
+            .collect()
+    }
+
     /// Sorts 1500 keys on the weak-memory emulator (D26) with seed `seed`: `Ok` if right.
     fn weak_sort(seed: u64, fences: bool) -> Result<(), String> {
         let d = Device::from_name(&format!("cpu+weak={seed}")).map_err(|e| e.to_string())?;
@@ -567,14 +579,7 @@ mod tests {
         let mut sorter = Sorter::new(&d).with_tuning(tuning);
         sorter.hist_fences = fences;
         let mut x = seed.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let keys: Vec<u32> = (0..1500)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u32
-            })
-            .collect();
+        let keys = xorshift_keys(&mut x, 1500);
         let a = d.array_from(&keys).map_err(|e| e.to_string())?;
         sorter.sort_keys(&a, &SortOptions::new()).map_err(|e| e.to_string())?;
         let mut want = keys;
@@ -607,14 +612,7 @@ mod tests {
         let mut sorter = Sorter::new(&d).with_tuning(tuning);
         let mut x = 0x2545_F491_4F6C_DD1Du64;
         for (n, bits) in [(3000, 0..8), (1000, 0..32), (5000, 0..24), (6000, 0..32), (2000, 8..16), (6000, 0..32)] {
-            let keys: Vec<u32> = (0..n)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    x as u32
-                })
-                .collect();
+            let keys = xorshift_keys(&mut x, n);
             let a = d.array_from(&keys).unwrap();
             sorter.sort_keys(&a, &SortOptions::new().bits(bits.clone())).unwrap();
             let mut want = keys;

@@ -30,9 +30,8 @@ impl Lower<'_> {
     /// The address of element `index` (of `size` bytes) of `array`.
     fn element_address(&mut self, array: ArrayRef, index: ValueId, size: usize) -> (String, AddressSpace) {
         let k = self.k;
-        let place = Place { array, index };
-        let idx = self.r(place.index);
-        let it = self.d(place.index);
+        let idx = self.r(index);
+        let it = self.d(index);
         let off = self.fresh(Class::B64);
         match class(it) {
             Class::B64 => self.line(format!("mul.lo.s64 {off}, {idx}, {size};")),
@@ -44,7 +43,7 @@ impl Lower<'_> {
             _ => self.line(format!("mul.wide.{}32 {off}, {idx}, {size};", if it.is_signed_int() { "s" } else { "u" })),
         }
         let entry = sanitize(&k.name);
-        match place.array {
+        match array {
             ArrayRef::Param(i) => {
                 let base = self.param_regs[i as usize].0.clone();
                 let a = self.fresh(Class::B64);
