@@ -42,8 +42,8 @@ if want speed; then
     summary "$(grep '^ptxas route' "$OUT/test-cuda_gpu.txt")"
 fi
 
-# CUB for the algorithms' record, compiled while the rest runs.
-if want cub && command -v nvcc >/dev/null; then
+# CUB for the algorithms' record, compiled while the rest runs (CUB_BENCH names one built already).
+if want cub && [[ -z "${CUB_BENCH:-}" ]] && command -v nvcc >/dev/null; then
     (nvcc -O3 -std=c++17 -arch=sm_90 -DONE_DTYPE -DDTYPE_I32 -o "$OUT/cub_bench_i32" "$HERE/bench/cub_bench.cu" \
         >"$OUT/nvcc.txt" 2>&1) &
     nvcc_pid=$!
@@ -75,7 +75,7 @@ if want difftest; then
 fi
 
 if want cub; then
-    cub=""
+    cub="${CUB_BENCH:-}"
     if [[ -n "${nvcc_pid:-}" ]]; then
         wait "$nvcc_pid"
         [[ -x "$OUT/cub_bench_i32" ]] && cub="$OUT/cub_bench_i32" || summary "nvcc failed: $(tail -n 3 "$OUT/nvcc.txt")"

@@ -7,11 +7,11 @@ use super::{check_len, check_out, device_err, Operator, Result, Tuning, Workspac
 use crate::ir::SrcLoc;
 use crate::runtime::{Device, DeviceArray};
 use crate::simt::{block, subgroup};
-use crate::trace::{if_, select, Kernel, Scalar, Shuffle, Val};
+use crate::trace::{if_, select, var, while_, Kernel, Scalar, Shuffle, Val, Var};
 
 /// Shared memory the tile's keys and values may take (within lavapipe's 32 KiB, with room for the
 /// scan's slots).
-const TILE_BYTES: u32 = 28 * 1024;
+const TILE_BYTES: u32 = 30 * 1024;
 
 /// Default items per thread for keys of `key_bytes` and values of `value_bytes`: the largest odd
 /// count up to 15 whose tile fits [`TILE_BYTES`] with `block` threads.
@@ -77,8 +77,14 @@ fn scan_pieces(x: &[Val<u32>], identity: &[Val<u32>], combine: Combine, block: u
 ///
 /// In a tile (keys and values blocked through shared memory): each element is the pair (1 if a run
 /// starts there, its value); each thread folds its pairs, the block scans the thread pairs
-/// ([`scan_pieces`]) and the look-back gives the pair of everything before the tile. Each thread
-/// then walks its items: a run start writes its key, a run end its reduction.
+/// ([`scan_pieces`]) and the look-back gives the pair of everything before the tile.
+///
+/// The runs leave in two phases, as CUB's: a run start at `i > 0` ends the run before it, whose key
+/// (`keys[i - 1]`) and reduction (the running pair's value before `i`) each thread writes to shared
+/// memory at the run's rank within the tile; after a barrier the block copies the tile's runs out
+/// in order, so consecutive threads store consecutive runs. Written directly, a subgroup's stores
+/// would land one per thread `items` elements apart (on an H100, 5 of every 32 bytes stored were
+/// used). The last run of the input, which no start ends, is written by the thread holding `n - 1`.
 fn reduce_by_key_kernel<K: Scalar, V: Shuffle>(op: &Operator<V>, block: u32, items: u32, tuning: &Tuning) -> Kernel {
     let default = default_items(block, K::DTYPE.size_bytes(), V::DTYPE.size_bytes());
     let name =
@@ -112,29 +118,29 @@ fn reduce_by_key_kernel<K: Scalar, V: Shuffle>(op: &Operator<V>, block: u32, ite
         let combine = |a: &[Val<u32>], b: &[Val<u32>]| pair(op, a, b);
         let mut identity = const_pieces(0u32);
         identity.extend(const_pieces(op.identity()));
-        // Thread `t`'s pairs: heads where the key differs from the one before (`prev` is the key
-        // before the thread's first item), past `n` the identity pair.
+        // Whether element `i` (`key` after `before`) starts a run: the first element, or a key
+        // that differs from the one before; never past `n`.
+        let starts = |i: Val<i32>, key: Val<K>, before: Val<K>| i.lt(n) & (i.eq(0) | key.ne(before));
+        let pair_at = |head: Val<bool>, value: Val<V>| {
+            let mut p = vec![select(head, 1u32, 0u32)];
+            p.extend(to_pieces(value));
+            p
+        };
+        // Thread `t`'s pairs (`prev` is the key before the thread's first item).
         let pairs = |first: Val<i32>, key: &dyn Fn(i32) -> Val<K>, prev: Val<K>, value: &dyn Fn(i32) -> Val<V>| {
             let mut out = Vec::new();
             for j in 0..items as i32 {
-                let i = first + j;
                 let before = if j == 0 { prev } else { key(j - 1) };
-                let head = i.lt(n) & (i.eq(0) | key(j).ne(before));
-                let mut p = vec![select(head, 1u32, 0u32)];
-                p.extend(to_pieces(value(j)));
-                out.push(p);
+                out.push(pair_at(starts(first + j, key(j), before), value(j)));
             }
             out
         };
         let fold = |ps: Vec<Pieces>| ps.into_iter().reduce(|a, b| combine(&a, &b)).expect("items >= 1");
-        // The thread's pairs, read from the tile in shared memory (which stays as loaded). Read
-        // twice, before the scan and after the look-back, rather than kept: `items` pairs live
-        // across both would hold as many registers (D33).
-        let own = || {
-            let prev = select(t.gt(0), sh_k.get((mine - 1).max(0)), keys.get((base - 1).max(0)));
-            pairs(base + mine, &|j| sh_k.get(mine + j), prev, &|j| sh_v.get(mine + j))
-        };
-        let (exclusive, aggregate) = scan_pieces(&fold(own()), &identity, &combine, block);
+        let prev_key = || select(t.gt(0), sh_k.get((mine - 1).max(0)), keys.get((base - 1).max(0)));
+        // The thread's pairs, read from the tile in shared memory (which stays as loaded until
+        // the scatter).
+        let own = pairs(base + mine, &|j| sh_k.get(mine + j), prev_key(), &|j| sh_v.get(mine + j));
+        let (exclusive, aggregate) = scan_pieces(&fold(own), &identity, &combine, block);
         let aggregate_of = |q: Val<i32>| {
             let first = q * tile_len + mine;
             let ps = pairs(first, &|j| keys.get(first + j), keys.get((first - 1).max(0)), &|j| values.get(first + j));
@@ -142,28 +148,60 @@ fn reduce_by_key_kernel<K: Scalar, V: Shuffle>(op: &Operator<V>, block: u32, ite
             block::sync();
             agg
         };
-        let carry = lb.exclusive_prefix(tile, &aggregate, &identity, &combine, || {}, &aggregate_of);
+        // The thread's items move to registers while the look-back waits, so that after its
+        // closing barrier the tile's shared memory is free to take the runs.
+        let prev = var(Val::constant(K::from_bits(0)));
+        let ks: Vec<Var<K>> = (0..items).map(|_| var(Val::constant(K::from_bits(0)))).collect();
+        let vs: Vec<Var<V>> = (0..items).map(|_| var(op.identity_val())).collect();
+        let to_registers = || {
+            prev.set(prev_key());
+            for (j, (k, v)) in ks.iter().zip(&vs).enumerate() {
+                k.set(sh_k.get(mine + j as i32));
+                v.set(sh_v.get(mine + j as i32));
+            }
+        };
+        let carry = lb.exclusive_prefix(tile, &aggregate, &identity, &combine, to_registers, &aggregate_of);
+        let (prev, ks, vs): (Val<K>, Vec<Val<K>>, Vec<Val<V>>) =
+            (prev.get(), ks.iter().map(|k| k.get()).collect(), vs.iter().map(|v| v.get()).collect());
+        // Runs ended in this tile, by rank `r`: run `carry[0] - 1 + r` (tile 0's first start ends
+        // no run, so its rank 0 stays empty).
         let mut running = combine(&carry, &exclusive);
-        for (j, p) in own().iter().enumerate() {
-            let j = j as i32;
+        for j in 0..items as i32 {
             let i = base + mine + j;
-            running = combine(&running, p);
-            let run = running[0].cast::<i32>() - 1;
-            if_(p[0].ne(0u32), || unique_keys.set(run, sh_k.get(mine + j)));
-            // The run ends here when the next key differs (or nothing follows).
-            let next = if j + 1 < items as i32 {
-                sh_k.get(mine + j + 1)
-            } else {
-                // The next thread's first key, or for the last thread the next tile's.
-                let in_tile = sh_k.get((mine + j + 1).min(tile_len - 1));
-                select(t.lt(block as i32 - 1), in_tile, keys.get((base + tile_len).min(n - 1)))
-            };
-            let ends = i.lt(n) & ((i + 1).ge(n) | next.ne(sh_k.get(mine + j)));
-            let value = from_pieces::<V>(&running[1..]);
-            if_(ends, || aggregates.set(run, value));
+            let before = if j == 0 { prev } else { ks[j as usize - 1] };
+            let head = starts(i, ks[j as usize], before);
+            let rank = (running[0] - carry[0]).cast::<i32>();
+            let ended = from_pieces::<V>(&running[1..]);
+            if_(head & i.gt(0), || {
+                sh_k.set(rank, before);
+                sh_v.set(rank, ended);
+            });
+            running = combine(&running, &pair_at(head, vs[j as usize]));
+            // The input's last run ends at `n - 1`, with no start after it.
+            if_(i.eq(n - 1), || {
+                let last = running[0].cast::<i32>() - 1;
+                unique_keys.set(last, ks[j as usize]);
+                aggregates.set(last, from_pieces::<V>(&running[1..]));
+            });
         }
+        block::sync();
+        let first_run = carry[0].cast::<i32>() - 1;
+        let rank = var(select(tile.eq(0), 1, 0) + t);
+        while_(
+            || rank.get().lt(aggregate[0].cast::<i32>()),
+            || {
+                let r = rank.get();
+                unique_keys.set(first_run + r, sh_k.get(r));
+                aggregates.set(first_run + r, sh_v.get(r));
+                rank.set(r + block as i32);
+            },
+        );
         if_(t.eq(0) & tile.eq(tiles - 1), || num_runs.set(0, carry[0] + aggregate[0]));
     })
+    // Half an SM's 2048 threads: the items held across the look-back would take ptxas to 71
+    // registers at 256 x 15 (three blocks per SM); asked for four, it fits them in 64 without
+    // spilling. Only PTX reads the hint.
+    .min_blocks_per_sm((1024 / block).max(1))
 }
 
 /// The kernel a call with `tuning` launches, with its block and items.

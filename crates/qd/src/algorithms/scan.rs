@@ -10,10 +10,11 @@ use crate::simt::{block, subgroup};
 use crate::trace::{if_, select, Array, Kernel, Shuffle, Val};
 
 /// Default items per thread: odd, so the blocked reads of the tile in shared memory touch every
-/// bank once. 19 was the fastest 4-byte count of 11 to 27 on an H200 at 2^26 elements
-/// (docs/gpu-records/2026-11-22-h200/bench.md); 9 keeps 8-byte tiles at the same bytes.
-pub(crate) const ITEMS_4: u32 = 19;
-pub(crate) const ITEMS_8: u32 = 9;
+/// bank once. With addresses ptxas folds (D34), 23 was the fastest 4-byte count of 15, 19 and 23
+/// on an H200 at 2^28 elements, 5% faster than 19 (`docs/gpu-records/2026-11-28-h200-algorithms-final/`);
+/// 11 keeps 8-byte tiles at about the same bytes.
+pub(crate) const ITEMS_4: u32 = 23;
+pub(crate) const ITEMS_8: u32 = 11;
 
 /// What a block knows about its thread totals after [`scan_totals`].
 pub(crate) struct Totals<T: Shuffle> {
