@@ -276,3 +276,41 @@ fn reduce_by_key_reduces_runs_of_equal_keys() {
         }
     }
 }
+
+/// Keys equal under `==` but not bit for bit (-0.0 and +0.0) form one run, which is named by its
+/// first key, also when a run crosses tiles or ends the input.
+#[test]
+fn reduce_by_key_names_each_run_by_its_first_key() {
+    for (name, tuning) in [
+        ("cpu:sg8", small()),
+        ("cpu:sg32", Tuning::default()),
+        ("cpu:sg32@metal", Tuning { force_fallback: true, ..small() }),
+    ] {
+        let d = Device::from_name(name).unwrap();
+        let mut ws = Workspace::with_tuning(&d, tuning);
+        // Runs alternate between starting with -0.0 and with +0.0, of lengths 1 to 7, with 1.0
+        // between them; the input ends inside a run that started with -0.0.
+        let mut k = Vec::new();
+        let mut want = Vec::new();
+        for r in 0..300usize {
+            let (first, other) = if r % 2 == 0 { (-0.0f32, 0.0f32) } else { (0.0, -0.0) };
+            want.extend([first, 1.0]);
+            k.push(first);
+            k.extend(std::iter::repeat_n(other, r % 7));
+            k.push(1.0);
+        }
+        k.extend([-0.0, 0.0, 0.0]);
+        want.push(-0.0);
+        let n = k.len();
+        let v = vec![1u32; n];
+        let (ka, va) = (d.array_from(&k).unwrap(), d.array_from(&v).unwrap());
+        let (uk, agg, runs) = (d.zeros::<f32>(n).unwrap(), d.zeros::<u32>(n).unwrap(), d.zeros::<u32>(1).unwrap());
+        ws.reduce_by_key(&ka, &va, &uk, &agg, &runs, &Operator::add()).unwrap();
+        assert_eq!(runs.to_vec().unwrap(), [want.len() as u32], "{name}");
+        let got: Vec<u32> = uk.to_vec().unwrap()[..want.len()].iter().map(|x| x.to_bits()).collect();
+        let want_bits: Vec<u32> = want.iter().map(|x| x.to_bits()).collect();
+        let first_wrong = got.iter().zip(&want_bits).position(|(g, w)| g != w);
+        assert_eq!(first_wrong, None, "{name}: run {first_wrong:?} named wrongly");
+        assert_eq!(agg.to_vec().unwrap()[want.len() - 1], 3, "{name}");
+    }
+}

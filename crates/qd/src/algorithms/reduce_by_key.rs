@@ -79,12 +79,13 @@ fn scan_pieces(x: &[Val<u32>], identity: &[Val<u32>], combine: Combine, block: u
 /// starts there, its value); each thread folds its pairs, the block scans the thread pairs
 /// ([`scan_pieces`]) and the look-back gives the pair of everything before the tile.
 ///
-/// The runs leave in two phases, as CUB's: a run start at `i > 0` ends the run before it, whose key
-/// (`keys[i - 1]`) and reduction (the running pair's value before `i`) each thread writes to shared
-/// memory at the run's rank within the tile; after a barrier the block copies the tile's runs out
-/// in order, so consecutive threads store consecutive runs. Written directly, a subgroup's stores
-/// would land one per thread `items` elements apart (on an H100, 5 of every 32 bytes stored were
-/// used). The last run of the input, which no start ends, is written by the thread holding `n - 1`.
+/// The runs leave in two phases, as CUB's. Each thread writes to shared memory, at ranks within
+/// the tile, the key of every run that starts in its items and the reduction of every run that
+/// ends there (a start at `i > 0` ends the run before it: its reduction is the running pair's
+/// value before `i`). After a barrier the block copies the tile's runs out in order, so
+/// consecutive threads store consecutive runs. Written directly, a subgroup's stores would land one
+/// per thread `items` elements apart (on an H100, 5 of every 32 bytes stored were used). The
+/// reduction of the input's last run, which no start ends, is written by the thread holding `n - 1`.
 fn reduce_by_key_kernel<K: Scalar, V: Shuffle>(op: &Operator<V>, block: u32, items: u32, tuning: &Tuning) -> Kernel {
     let default = default_items(block, K::DTYPE.size_bytes(), V::DTYPE.size_bytes());
     let name =
@@ -105,7 +106,8 @@ fn reduce_by_key_kernel<K: Scalar, V: Shuffle>(op: &Operator<V>, block: u32, ite
         let tile = lb.take_tile(tiles);
         let base = tile * tile_len;
         let mine = t * items as i32;
-        let sh_k = block::shared_array::<K>(block * items);
+        // One slot more than the tile: the keys of the runs it starts sit one rank up (below).
+        let sh_k = block::shared_array::<K>(block * items + 1);
         let sh_v = block::shared_array::<V>(block * items);
         tiles_to_shared(
             (keys, sh_k, Val::constant(K::from_bits(0))),
@@ -163,8 +165,10 @@ fn reduce_by_key_kernel<K: Scalar, V: Shuffle>(op: &Operator<V>, block: u32, ite
         let carry = lb.exclusive_prefix(tile, &aggregate, &identity, &combine, to_registers, &aggregate_of);
         let (prev, ks, vs): (Val<K>, Vec<Val<K>>, Vec<Val<V>>) =
             (prev.get(), ks.iter().map(|k| k.get()).collect(), vs.iter().map(|v| v.get()).collect());
-        // Runs ended in this tile, by rank `r`: run `carry[0] - 1 + r` (tile 0's first start ends
-        // no run, so its rank 0 stays empty).
+        // Rank `r` is run `carry[0] - 1 + r`: a start puts its own key at rank `r + 1` and the
+        // reduction of the run it ends at rank `r` (tile 0's first start ends no run: what it puts
+        // at rank 0 is never copied out). The key is the run's first, which a later key equal
+        // under `==` (+0.0 after -0.0) need not be bit for bit.
         let mut running = combine(&carry, &exclusive);
         for j in 0..items as i32 {
             let i = base + mine + j;
@@ -172,27 +176,25 @@ fn reduce_by_key_kernel<K: Scalar, V: Shuffle>(op: &Operator<V>, block: u32, ite
             let head = starts(i, ks[j as usize], before);
             let rank = (running[0] - carry[0]).cast::<i32>();
             let ended = from_pieces::<V>(&running[1..]);
-            if_(head & i.gt(0), || {
-                sh_k.set(rank, before);
+            if_(head, || {
+                sh_k.set(rank + 1, ks[j as usize]);
                 sh_v.set(rank, ended);
             });
             running = combine(&running, &pair_at(head, vs[j as usize]));
             // The input's last run ends at `n - 1`, with no start after it.
-            if_(i.eq(n - 1), || {
-                let last = running[0].cast::<i32>() - 1;
-                unique_keys.set(last, ks[j as usize]);
-                aggregates.set(last, from_pieces::<V>(&running[1..]));
-            });
+            if_(i.eq(n - 1), || aggregates.set(running[0].cast::<i32>() - 1, from_pieces::<V>(&running[1..])));
         }
         block::sync();
+        // Ranks 1 to `starts` hold keys, ranks 0 (1 in tile 0) to `starts - 1` reductions.
         let first_run = carry[0].cast::<i32>() - 1;
+        let starts_here = aggregate[0].cast::<i32>();
         let rank = var(select(tile.eq(0), 1, 0) + t);
         while_(
-            || rank.get().lt(aggregate[0].cast::<i32>()),
+            || rank.get().le(starts_here),
             || {
                 let r = rank.get();
-                unique_keys.set(first_run + r, sh_k.get(r));
-                aggregates.set(first_run + r, sh_v.get(r));
+                if_(r.ge(1), || unique_keys.set(first_run + r, sh_k.get(r)));
+                if_(r.lt(starts_here), || aggregates.set(first_run + r, sh_v.get(r)));
                 rank.set(r + block as i32);
             },
         );
