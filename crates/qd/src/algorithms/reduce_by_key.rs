@@ -185,7 +185,7 @@ fn reduce_by_key_kernel<K: Scalar, V: Shuffle>(op: &Operator<V>, block: u32, ite
             if_(i.eq(n - 1), || aggregates.set(running[0].cast::<i32>() - 1, from_pieces::<V>(&running[1..])));
         }
         block::sync();
-        // Ranks 1 to `starts` hold keys, ranks 0 (1 in tile 0) to `starts - 1` reductions.
+        // Ranks 1 to `starts_here` hold keys, ranks 0 (1 in tile 0) to `starts_here - 1` reductions.
         let first_run = carry[0].cast::<i32>() - 1;
         let starts_here = aggregate[0].cast::<i32>();
         let rank = var(select(tile.eq(0), 1, 0) + t);
