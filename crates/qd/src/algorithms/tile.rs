@@ -51,19 +51,12 @@ pub(crate) fn tile_to_shared<T: Scalar>(
     let first = base + t;
     let full = (base + (block * items) as i32).le(n);
     let loaded: Vec<_> = (0..items).map(|_| var(fill)).collect();
-    if_else(
-        full,
-        || {
-            for (v, x) in loaded.iter().zip(load_striped(input, first, block, items, None)) {
-                v.set(x);
-            }
-        },
-        || {
-            for (v, x) in loaded.iter().zip(load_striped(input, first, block, items, Some((n, fill)))) {
-                v.set(x);
-            }
-        },
-    );
+    let load = |guard: bool| {
+        for (v, x) in loaded.iter().zip(load_striped(input, first, block, items, guard.then_some((n, fill)))) {
+            v.set(x);
+        }
+    };
+    if_else(full, || load(false), || load(true));
     for (j, v) in loaded.iter().enumerate() {
         sh.set(t + (j as u32 * block) as i32, v.get());
     }
