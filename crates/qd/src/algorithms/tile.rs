@@ -63,42 +63,6 @@ pub(crate) fn tile_to_shared<T: Scalar>(
     block::sync();
 }
 
-/// [`tile_to_shared`] of two arrays at once (keys and values): every load of both is issued
-/// before the shared stores and the one barrier, so the two tiles' memory latencies overlap
-/// instead of following each other.
-#[track_caller]
-pub(crate) fn tiles_to_shared<A: Scalar, B: Scalar>(
-    a: (Array<A>, Array<A>, Val<A>),
-    b: (Array<B>, Array<B>, Val<B>),
-    base: Val<i32>,
-    n: Val<i32>,
-    block: u32,
-    items: u32,
-) {
-    let t = block::thread_idx();
-    let first = base + t;
-    let full = (base + (block * items) as i32).le(n);
-    let got_a: Vec<_> = (0..items).map(|_| var(a.2)).collect();
-    let got_b: Vec<_> = (0..items).map(|_| var(b.2)).collect();
-    let load = |guard: bool| {
-        let xs = load_striped(a.0, first, block, items, guard.then_some((n, a.2)));
-        let ys = load_striped(b.0, first, block, items, guard.then_some((n, b.2)));
-        for (v, x) in got_a.iter().zip(xs) {
-            v.set(x);
-        }
-        for (v, y) in got_b.iter().zip(ys) {
-            v.set(y);
-        }
-    };
-    if_else(full, || load(false), || load(true));
-    for (j, (x, y)) in got_a.iter().zip(&got_b).enumerate() {
-        let at = t + (j as u32 * block) as i32;
-        a.1.set(at, x.get());
-        b.1.set(at, y.get());
-    }
-    block::sync();
-}
-
 /// Stores `value(k)` for the tile's elements `k = t + j * block` to `out[base + k]`, skipping those
 /// at or past `n`.
 #[track_caller]
