@@ -528,5 +528,10 @@ fn nv_rows() -> Vec<Row> {
         }),
         row("`nv::breakpoint()`", |_| qd::nv::breakpoint()),
         row("`nv::nanosleep(ns)`", |_| qd::nv::nanosleep(100u32)),
+        row("`nv::load_vector::<T, N>(elem)`", |k| {
+            let (a, t) = u32s(k);
+            let [x, y, z, w] = qd::nv::load_vector::<u32, 4>(a.at(4 * t));
+            a.set(t, x + y + z + w);
+        }),
     ]
 }

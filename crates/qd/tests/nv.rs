@@ -137,3 +137,59 @@ fn nv_ops_are_rejected_where_the_target_lacks_the_capability() {
         .to_string()
         .contains("fence ordering must be acquire, release, acq_rel, or seq_cst"));
 }
+
+#[test]
+fn vector_loads_read_consecutive_elements_and_refuse_misaligned_ones() {
+    let k = |offset: i32| {
+        Kernel::explicit("load_vector", 32, move |k| {
+            let a = k.array::<f64>("a");
+            let b = k.array::<u32>("b");
+            let out = k.array::<f64>("out");
+            let t = qd::simt::block::thread_idx();
+            let [x, y] = nv::load_vector::<f64, 2>(a.at(2 * t + offset));
+            let [p, q, r, s] = nv::load_vector::<u32, 4>(b.at(4 * t));
+            out.set(t, x - y + (p + q + r + s).cast::<f64>());
+        })
+    };
+    let d = Device::from_name("cpu:sg32").unwrap();
+    let a = d.array_from(&(0..66).map(|i| (i * i) as f64).collect::<Vec<_>>()).unwrap();
+    let b = d.array_from(&(0..128u32).collect::<Vec<_>>()).unwrap();
+    let out = d.zeros::<f64>(32).unwrap();
+    d.launch_grid(&k(0), 1, &[a.arg(), b.arg(), out.arg()]).unwrap();
+    let want: Vec<f64> = (0..32).map(|t| -((4 * t + 1) as f64) + (16 * t + 6) as f64).collect();
+    assert_eq!(out.to_vec().unwrap(), want);
+    // An odd first index is misaligned: an error at the call, not a silent read.
+    let e = d.launch_grid(&k(1), 1, &[a.arg(), b.arg(), out.arg()]).unwrap_err().to_string();
+    assert!(e.contains("not a multiple of 2") && e.contains("nv.load_vector") && e.contains("nv.rs:"), "{e}");
+    // The last vector reaching past the array is out of bounds, though its first element is not.
+    let short = d.array_from(&[0.0f64; 63]).unwrap();
+    let e = d.launch_grid(&k(0), 1, &[short.arg(), b.arg(), out.arg()]).unwrap_err().to_string();
+    assert!(e.contains("index 63 is out of bounds") && e.contains("length 63"), "{e}");
+}
+
+#[test]
+fn vector_loads_of_other_shapes_are_trace_errors() {
+    let d = Device::from_name("cpu:sg32").unwrap();
+    let e = |k: Kernel| d.trace(&k).unwrap_err().to_string();
+    let wide = Kernel::explicit("v4_f64", 32, |k| {
+        let a = k.array::<f64>("a");
+        nv::load_vector::<f64, 4>(a.at(0));
+    });
+    assert!(e(wide).contains("2 or 4 elements of 4 or 8 bytes, 16 bytes at most, not 4 x f64"));
+    let small = Kernel::explicit("v4_u16", 32, |k| {
+        let a = k.array::<u16>("a");
+        nv::load_vector::<u16, 4>(a.at(0));
+    });
+    assert!(e(small).contains("not 4 x u16"));
+    let shared = Kernel::explicit("v2_shared", 32, |_| {
+        let s = qd::simt::block::shared_array::<u32>(64);
+        nv::load_vector::<u32, 2>(s.at(0));
+    });
+    assert!(e(shared).contains("needs an element of a kernel array"));
+    let fine = Kernel::explicit("v2_sg8", 32, |k| {
+        let a = k.array::<u32>("a");
+        nv::load_vector::<u32, 2>(a.at(0));
+    });
+    let text = Device::from_name("cpu:sg8").unwrap().trace(&fine).unwrap_err().to_string();
+    assert!(text.contains("nv.load_vector"), "{text}");
+}

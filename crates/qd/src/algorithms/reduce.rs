@@ -6,7 +6,8 @@ use crate::ir::SrcLoc;
 use crate::runtime::DeviceArray;
 use crate::simt::atomic::atomic_add;
 use crate::simt::{block, grid};
-use crate::trace::{if_, var, volatile_load, while_, Kernel, Shuffle, Val};
+use crate::target::{Feature, NvFeature};
+use crate::trace::{if_, target, var, volatile_load, while_, Array, Kernel, Shuffle, Val};
 
 /// Default items per thread and tile pass: 16 four-byte or 8 eight-byte elements (64 bytes).
 pub(crate) const ITEMS_4: u32 = 16;
@@ -21,10 +22,38 @@ fn tree<T: Shuffle>(op: &Operator<T>, mut v: Vec<Val<T>>) -> Val<T> {
     v[0]
 }
 
+/// Elements per vector load of `T` where the target has 16-byte loads
+/// (`nv.load_vector`) and they divide `items`; `None`: scalar loads.
+fn vector_width<T: Shuffle>(items: u32) -> Option<u32> {
+    let width = 16 / T::DTYPE.size_bytes() as u32;
+    let fits = matches!(width, 2 | 4) && items.is_multiple_of(width);
+    (fits && target().has(Feature::Nv(NvFeature::VectorLoad))).then_some(width)
+}
+
+/// The tile at `base` (`block * items` elements, a multiple of `width`) as `items / width` vector
+/// loads per thread: thread `t` loads vectors `t + j * block`, so a subgroup's load covers
+/// consecutive 16-byte vectors. The order of the elements differs from [`load_striped`]'s, which a
+/// commutative reduction does not see.
+#[track_caller]
+fn load_vectors<T: Shuffle>(a: Array<T>, base: Val<i32>, block: u32, items: u32, width: u32) -> Vec<Val<T>> {
+    let t = block::thread_idx();
+    (0..items / width)
+        .flat_map(|j| {
+            let elem = a.at(base + (t + (j * block) as i32) * width as i32);
+            match width {
+                2 => crate::nv::load_vector::<T, 2>(elem).to_vec(),
+                _ => crate::nv::load_vector::<T, 4>(elem).to_vec(),
+            }
+        })
+        .collect()
+}
+
 /// `out[0] = op(input[0], ..., input[n-1])` (the identity for n = 0) in one launch.
 ///
 /// Each block walks the full tiles of `block * items` elements `block_idx, block_idx + grid, ...`
-/// (striped loads, all issued before the operations), then the partial tile one element per thread
+/// (striped loads, all issued before the operations; 16-byte vector loads where the target has
+/// them, as CUB's: on an H200 at 2^28 a hand-written kernel of this shape read 1.5 to 2% faster
+/// with them), then the partial tile one element per thread
 /// and pass; its block reduction goes to `partials[block_idx]`. Thread 0 then publishes it (fence,
 /// atomic ticket on `counter[0]`, fence) and the block that draws the last ticket reduces the
 /// partials, writes `out[0]` and resets the counter for the next launch.
@@ -45,12 +74,16 @@ pub(crate) fn reduce_kernel<T: Shuffle>(op: &Operator<T>, block: u32, items: u32
         let n = input.len();
         let tile = (block * items) as i32;
         let full = n / tile;
+        let width = vector_width::<T>(items);
         let acc = var(op.identity_val());
         let next = var(b);
         while_(
             || next.get().lt(full),
             || {
-                let vals = load_striped(input, next.get() * tile + t, block, items, None);
+                let vals = match width {
+                    Some(w) => load_vectors(input, next.get() * tile, block, items, w),
+                    None => load_striped(input, next.get() * tile + t, block, items, None),
+                };
                 acc.set(op.apply(acc.get(), tree(&op, vals)));
                 next.set(next.get() + g);
             },

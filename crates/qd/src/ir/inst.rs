@@ -392,6 +392,10 @@ pub enum NvOp {
     /// `nanosleep.u32`: the thread may be suspended for up to about `args[0]` nanoseconds (u32; a
     /// hint the hardware may shorten). A spinning thread's back-off; it orders no memory.
     Nanosleep,
+    /// `ld.global.v2` / `.v4`: the `dsts.len()` consecutive elements of global memory starting at
+    /// `place`, in one 8- or 16-byte access (plain, as `dsts.len()` plain loads); the index is a
+    /// multiple of the count, so the access is aligned to its size.
+    LoadVector,
 }
 
 /// Float `redux.sync` operations (sm_100a-class).

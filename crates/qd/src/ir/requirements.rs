@@ -37,6 +37,7 @@ pub(crate) fn nv_feature(op: &NvOp) -> NvFeature {
         NvOp::MbarrierTryWaitParityHint => NvFeature::MbarrierTryWait,
         NvOp::Breakpoint => NvFeature::Breakpoint,
         NvOp::Nanosleep => NvFeature::Nanosleep,
+        NvOp::LoadVector => NvFeature::VectorLoad,
     }
 }
 

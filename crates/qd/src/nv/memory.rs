@@ -58,6 +58,50 @@ pub fn load_l2_hint<T: Scalar>(elem: Elem<T>, policy: L2Policy) -> Val<T> {
     Val::from_id(nv_op(NvOp::LoadL2Hint(policy), &[T::DTYPE], vec![], Some(elem.place()))[0])
 }
 
+/// The `N` consecutive elements of global memory starting at `elem`, in one 8- or 16-byte load
+/// (`ld.global.v2` / `.v4`): `N` is 2 or 4, the elements 4 or 8 bytes, `N` of them 16 bytes at
+/// most (a trace-time error otherwise). `elem`'s index must be a multiple of `N`, so the load is
+/// aligned to its size (device arrays start 256-byte aligned); the emulator reports one that is
+/// not, or that reaches past the array, as an error at this call. The values are those of `N`
+/// plain loads; a subgroup reading consecutive vectors moves the same bytes in a quarter (or half)
+/// of the load instructions.
+///
+/// ```
+/// use qd::prelude::*;
+/// use qd::backend::{ptx::{lower_kernel, PtxTarget}, Target};
+/// #[qd::kernel]
+/// fn sum4(a: &[i32], out: &mut [i32]) {
+///     qd::loop_config(block_dim = 32);
+///     for i in range(out.len()) {
+///         let [x, y, z, w] = qd::nv::load_vector::<i32, 4>(&a[4 * i]);
+///         out[i] = x + y + z + w;
+///     }
+/// }
+/// let d = Device::from_name("cpu:sg32").unwrap();
+/// let a = d.array_from(&(0..128).collect::<Vec<i32>>()).unwrap();
+/// let mut out = d.zeros::<i32>(32).unwrap();
+/// sum4().launch(&d, (&a, &mut out)).unwrap();
+/// assert_eq!(out.to_vec().unwrap()[1], 4 + 5 + 6 + 7);
+/// let ir = sum4().into_kernel().trace(&Target::ptx(PtxTarget::sm(90))).unwrap();
+/// assert!(lower_kernel(&ir, &PtxTarget::sm(90)).unwrap().text.contains("ld.global.v4.s32"));
+/// ```
+#[track_caller]
+pub fn load_vector<T: Scalar, const N: usize>(elem: Elem<T>) -> [Val<T>; N] {
+    const NAME: &str = "nv.load_vector";
+    let _op = op_scope(NAME);
+    let bytes = T::DTYPE.size_bytes();
+    if !matches!(N, 2 | 4) || !matches!(bytes, 4 | 8) || N * bytes > 16 || T::DTYPE == DType::Bool {
+        trace_error(
+            NAME,
+            format!("`{NAME}` loads 2 or 4 elements of 4 or 8 bytes, 16 bytes at most, not {N} x {}", T::DTYPE),
+        );
+    }
+    require_global(NAME, elem);
+    require_nv(NAME, NvFeature::VectorLoad);
+    let dsts = nv_op(NvOp::LoadVector, &[T::DTYPE; N], vec![], Some(elem.place()));
+    std::array::from_fn(|k| Val::from_id(dsts.get(k).copied().unwrap_or(dsts[0])))
+}
+
 /// An atomic `op` on `elem` (global memory) with `.L2::cache_hint` under a cache policy of
 /// `policy`: relaxed at system scope (cache-hint atomics take only cta or sys scope, seed 004).
 /// Returns the old value; when it is unused the atomic prints as `red`. The operations and types

@@ -88,11 +88,13 @@ pub enum NvFeature {
     Breakpoint,
     /// `nanosleep.u32`: a spinning thread's back-off (sm_70).
     Nanosleep,
+    /// `ld.global.v2` / `.v4`: 8- and 16-byte loads of consecutive elements.
+    VectorLoad,
 }
 
 impl NvFeature {
     /// Every NVIDIA family, in order.
-    pub const ALL: [NvFeature; 21] = [
+    pub const ALL: [NvFeature; 22] = [
         NvFeature::Match,
         NvFeature::Redux,
         NvFeature::Elect,
@@ -114,6 +116,7 @@ impl NvFeature {
         NvFeature::ClusterMbarrier,
         NvFeature::Breakpoint,
         NvFeature::Nanosleep,
+        NvFeature::VectorLoad,
     ];
 
     /// What the family is called in messages and tables.
@@ -140,6 +143,7 @@ impl NvFeature {
             NvFeature::ClusterMbarrier => "nv cluster mbarriers and cluster barrier",
             NvFeature::Breakpoint => "nv.breakpoint",
             NvFeature::Nanosleep => "nv.nanosleep",
+            NvFeature::VectorLoad => "nv.load_vector (ld.global.v2/.v4)",
         }
     }
 }

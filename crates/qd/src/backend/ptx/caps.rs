@@ -445,6 +445,7 @@ pub(crate) fn support(target: PtxTarget, f: crate::target::Feature) -> crate::ta
             NvFeature::ClusterMbarrier => floor(Feature::MbarrierCluster),
             NvFeature::Breakpoint => floor(Feature::SregGlobaltimer),
             NvFeature::Nanosleep => floor(Feature::Nanosleep),
+            NvFeature::VectorLoad => Support::Native,
         },
         F::VoteShortcut | F::BarrierReduce | F::DynamicBroadcastLane => Support::Native,
         // Full-warp 32-bit add/min/max take `redux.sync` on sm_80+ (the library asks for

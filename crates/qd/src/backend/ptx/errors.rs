@@ -63,6 +63,15 @@ pub enum PtxError {
         /// The refused scope.
         scope: String,
     },
+    /// `ld.v2`/`.v4` of a shape PTX has no form for (ptx.md: vectors of 2 or 4 elements, 16 bytes
+    /// at most).
+    #[error("no PTX vector load of {count} x .{ty} (2 or 4 elements of 4 or 8 bytes, 16 bytes at most)")]
+    VectorLoadForm {
+        /// Elements asked for.
+        count: usize,
+        /// The element type.
+        ty: String,
+    },
     /// `.L2::cache_hint` on a form ptxas refuses it on (`.cas`, shared memory).
     #[error("L2::cache_hint is not allowed on {form}")]
     CacheHintForm {

@@ -52,6 +52,20 @@ impl PtxPrinter {
         Ok(format!("mapa.shared::cluster.u64 {dst}, {addr}, {rank};"))
     }
 
+    /// `ld.global.v2.<ty>` / `.v4`: `dsts.len()` consecutive elements of `ty` (4 or 8 bytes, the
+    /// whole access 16 bytes at most) into `dsts`, from `addr` (aligned to the access's size).
+    pub fn ld_global_vector(&mut self, ty: &str, dsts: &[String], addr: &str) -> Result<String, PtxError> {
+        let bytes = match &ty[1..] {
+            "32" => 4,
+            "64" => 8,
+            _ => 0,
+        };
+        if !matches!(dsts.len(), 2 | 4) || bytes == 0 || dsts.len() * bytes > 16 {
+            return Err(PtxError::VectorLoadForm { count: dsts.len(), ty: ty.to_string() });
+        }
+        Ok(format!("ld.global.v{}.{ty} {{{}}}, {addr};", dsts.len(), dsts.join(", ")))
+    }
+
     /// `nanosleep.u32 ns;` (sm_70, PTX 6.3): suspends the thread for up to about `ns` nanoseconds
     /// (a register or an immediate).
     pub fn nanosleep(&mut self, ns: &str) -> Result<String, PtxError> {

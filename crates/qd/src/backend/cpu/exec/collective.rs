@@ -2,7 +2,7 @@
 //! and the NVIDIA families (match, redux, elect; mbarrier operations as atomic updates of the
 //! emulator's barrier word).
 
-use super::{full, lanes, BlockExec, EmuError, Path, Subgroup};
+use super::{full, lanes, BlockExec, EmuError, EmuErrorKind, Path, Subgroup};
 use crate::ir::eval;
 use crate::ir::*;
 use std::sync::atomic::Ordering as MemOrd;
@@ -82,7 +82,10 @@ impl<'a, 'b> BlockExec<'a, 'b> {
         if let NvOp::Nanosleep = op {
             return Ok(());
         }
-        let place = place.expect("mbarrier ops carry their barrier");
+        let place = place.expect("mbarrier ops and loads carry their place");
+        if let NvOp::LoadVector = op {
+            return self.load_vector(kind, loc, path, dsts, place);
+        }
         for l in lanes(path.mask) {
             let i = self.index(kind, loc, sgi, place, l)?;
             let arg = args.first().map(|a| self.reg(sgi, *a, l)).unwrap_or(0);
@@ -138,6 +141,37 @@ impl<'a, 'b> BlockExec<'a, 'b> {
             };
             if let (Some(r), Some(d)) = (result, dsts.first()) {
                 set(self, *d, l, r);
+            }
+        }
+        Ok(())
+    }
+
+    /// `nv.load_vector`: each lane's `dsts.len()` elements from `place`, whose index must be a
+    /// multiple of the count and whose last element must be in the array.
+    fn load_vector(
+        &mut self,
+        kind: &InstKind,
+        loc: SrcLoc,
+        path: &Path,
+        dsts: &[ValueId],
+        place: &Place,
+    ) -> Result<(), EmuError> {
+        let (sgi, width) = (path.sg, dsts.len());
+        let array = self.sh.prog.kernel.array_name(place.array).to_string();
+        for l in lanes(path.mask) {
+            let i = self.index(kind, loc, sgi, place, l)?;
+            if !i.is_multiple_of(width) {
+                let op = self.op_name(kind);
+                return Err(self.err(Some(loc), EmuErrorKind::Misaligned { op, array, index: i, width }));
+            }
+            let len = self.array_len(place.array);
+            if i + width > len {
+                let (op, index) = (self.op_name(kind), (i + width - 1) as i64);
+                return Err(self.err(Some(loc), EmuErrorKind::OutOfBounds { op, array, index, unsigned: false, len }));
+            }
+            for (k, d) in dsts.iter().enumerate() {
+                let x = self.mem_read(sgi, place.array, i + k, l, LoadKind::Plain);
+                self.sgs[sgi].regs[d.0 as usize * self.width + l] = x;
             }
         }
         Ok(())

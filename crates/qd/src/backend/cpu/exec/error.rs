@@ -59,6 +59,21 @@ pub enum EmuErrorKind {
         /// Its length.
         len: usize,
     },
+    /// A vector load whose first index is not a multiple of its width (on a GPU, a misaligned
+    /// address: the launch faults).
+    #[error(
+        "index {index} of `{array}` is not a multiple of {width}: `{op}` loads {width} elements aligned to their size"
+    )]
+    Misaligned {
+        /// The op.
+        op: String,
+        /// Array name.
+        array: String,
+        /// The first index.
+        index: usize,
+        /// Elements per load.
+        width: usize,
+    },
     /// Integer division or remainder by zero.
     #[error("integer division by zero (`{op}`)")]
     DivisionByZero {

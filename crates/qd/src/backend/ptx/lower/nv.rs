@@ -111,6 +111,11 @@ impl Lower<'_> {
             }
             NvOp::ClusterSync => self.print(inst, |p| p.cluster_sync()),
             NvOp::Nanosleep => self.print(inst, |p| p.nanosleep(&a[0])),
+            NvOp::LoadVector => {
+                let addr = self.global_addr(inst, place)?;
+                let t = self.d(dsts[0]);
+                self.print(inst, |p| p.ld_global_vector(mem_ty(t), &d, &addr))
+            }
             NvOp::MbarrierArriveCluster => {
                 let addr = self.shared_addr(inst, place)?;
                 let remote = self.fresh(Class::B64);
