@@ -1,34 +1,35 @@
 //! Reduce-by-key in one pass: a segmented scan whose values are pairs (runs started so far, the
 //! reduction of the current run), passed between tiles by the look-back like any other value.
 
+use super::tile::{load_vector, vector_width};
 use super::lookback::{const_pieces, from_pieces, pieces_of, select_pieces, to_pieces, Combine, LookBack, Pieces};
 use super::{check_len, check_out, device_err, Operator, Result, Tuning, Workspace};
 use crate::ir::SrcLoc;
 use crate::runtime::{Device, DeviceArray};
 use crate::simt::{block, subgroup};
 use crate::target::Target;
-use crate::trace::{if_, if_else, select, target, var, while_, Kernel, Scalar, Shuffle, Val, Var};
+use crate::trace::{if_, if_else, select, target, var, while_, Array, Kernel, Scalar, Shuffle, Val, Var};
 
 /// Shared memory kept free of the tile's runs: the staged key one past the tile, the scan's slots
 /// and the look-back's words.
 const RESERVED_SHARED: u32 = 2 * 1024;
 
 /// Most items per thread, and the bytes of pairs a thread may hold in registers through the scan
-/// and the look-back: 19 pairs of 4-byte keys and values fit ptxas's 64 registers at four
-/// 256-thread blocks per SM without spilling (21 fit too; 23 spill).
-const MAX_ITEMS: u32 = 19;
-const MAX_HELD_BYTES: u32 = 19 * 8;
+/// and the look-back: 20 pairs of 4-byte keys and values fit ptxas's 64 registers at four
+/// 256-thread blocks per SM without spilling (23 spill). 20 is a multiple of 4, so where the
+/// target has 16-byte loads a thread reads its keys and values four at a time.
+const MAX_ITEMS: u32 = 20;
+const MAX_HELD_BYTES: u32 = 20 * 8;
 
 /// Default items per thread on `target` for keys of `key_bytes` and values of `value_bytes`: the
-/// largest odd count up to [`MAX_ITEMS`] whose pairs fit [`MAX_HELD_BYTES`] and whose runs fit the
-/// target's shared memory (tile keys and values, and one key more). 19 for 4-byte pairs on CUDA
-/// and the emulator, 15 within lavapipe's and Metal's 32 KiB.
+/// largest count up to [`MAX_ITEMS`] whose pairs fit [`MAX_HELD_BYTES`] and whose runs fit the
+/// target's shared memory (tile keys and values, and one key more). 20 for 4-byte pairs on CUDA
+/// and the emulator, 15 within lavapipe's and Metal's 32 KiB. (No count needs to be odd: no
+/// thread reads its items from shared memory, where a stride of `items` words would conflict.)
 pub(crate) fn default_items(target: &Target, block: u32, key_bytes: usize, value_bytes: usize) -> u32 {
     let pair = (key_bytes + value_bytes) as u32;
     let shared = target.limits().max_shared_bytes.saturating_sub(RESERVED_SHARED);
-    let fit = (shared / (block * pair)).min(MAX_HELD_BYTES / pair).min(MAX_ITEMS);
-    let odd = if fit.is_multiple_of(2) { fit.saturating_sub(1) } else { fit };
-    odd.max(1)
+    (shared / (block * pair)).min(MAX_HELD_BYTES / pair).min(MAX_ITEMS).max(1)
 }
 
 /// `(c1, v1) + (c2, v2) = (c1 + c2, c2 > 0 ? v2 : op(v1, v2))`: the pair operator of a segmented
@@ -185,18 +186,36 @@ fn reduce_by_key_kernel<K: Scalar, V: Shuffle>(op: &Operator<V>, block: u32, tun
         let prev = var(keys.get((first - 1).min(n - 1).max(0)));
         let ks: Vec<Var<K>> = (0..items).map(|_| var(Val::constant(K::from_bits(0)))).collect();
         let vs: Vec<Var<V>> = (0..items).map(|_| var(op.identity_val())).collect();
-        let load = |guarded: bool| {
-            for (j, (k, v)) in ks.iter().zip(&vs).enumerate() {
-                let i = first + j as i32;
-                let get = || {
-                    k.set(keys.get(i));
-                    v.set(values.get(i));
-                };
-                if guarded {
-                    if_(i.lt(n), get);
-                } else {
-                    get();
+        // `a[first..first + items]` into `into`: 16-byte loads where the target has them and
+        // they tile the items (`first` is then a multiple of their width), else one at a time.
+        fn load_items<T: Scalar>(a: Array<T>, first: Val<i32>, into: &[Var<T>]) {
+            match vector_width::<T>(into.len() as u32) {
+                Some(w) => {
+                    for (c, chunk) in into.chunks(w as usize).enumerate() {
+                        for (v, x) in chunk.iter().zip(load_vector(a, first + c as i32 * w as i32, w)) {
+                            v.set(x);
+                        }
+                    }
                 }
+                None => {
+                    for (j, v) in into.iter().enumerate() {
+                        v.set(a.get(first + j as i32));
+                    }
+                }
+            }
+        }
+        let load = |guarded: bool| {
+            if guarded {
+                for (j, (k, v)) in ks.iter().zip(&vs).enumerate() {
+                    let i = first + j as i32;
+                    if_(i.lt(n), || {
+                        k.set(keys.get(i));
+                        v.set(values.get(i));
+                    });
+                }
+            } else {
+                load_items(keys, first, &ks);
+                load_items(values, first, &vs);
             }
         };
         if_else(full, || load(false), || load(true));
@@ -389,16 +408,15 @@ mod tests {
     fn default_items_fit_the_targets_shared_memory_and_registers() {
         let cuda = Target::cpu(32).with_max_shared_bytes(227 * 1024);
         let small = Target::cpu(32).with_max_shared_bytes(32 * 1024);
-        assert_eq!(default_items(&cuda, 256, 4, 4), 19);
+        assert_eq!(default_items(&cuda, 256, 4, 4), 20);
         assert_eq!(default_items(&small, 256, 4, 4), 15);
-        assert_eq!(default_items(&cuda, 256, 4, 8), 11);
-        assert_eq!(default_items(&cuda, 256, 8, 8), 9);
+        assert_eq!(default_items(&cuda, 256, 4, 8), 13);
+        assert_eq!(default_items(&cuda, 256, 8, 8), 10);
         assert_eq!(default_items(&small, 256, 8, 8), 7);
         assert_eq!(default_items(&small, 1024, 8, 8), 1);
         for (target, block, k, v) in [(&cuda, 256, 4, 4), (&small, 256, 4, 4), (&small, 1024, 8, 8), (&small, 64, 1, 8)]
         {
             let items = default_items(target, block, k, v);
-            assert!(items % 2 == 1, "{items}");
             let shared = block * items * (k + v) as u32 + RESERVED_SHARED;
             assert!(shared <= target.limits().max_shared_bytes, "{block} x {items}: {shared} bytes");
         }

@@ -7,7 +7,27 @@
 //! words) touch every bank once.
 
 use crate::simt::block;
-use crate::trace::{if_, if_else, var, Array, Scalar, Val};
+use crate::target::{Feature, NvFeature};
+use crate::trace::{if_, if_else, target, var, Array, Scalar, Val};
+
+/// Elements of `T` per 16-byte vector load where the target has them (`nv.load_vector`) and the
+/// width divides `items`; `None`: one load per element.
+pub(crate) fn vector_width<T: Scalar>(items: u32) -> Option<u32> {
+    let bytes = T::DTYPE.size_bytes() as u32;
+    let width = 16 / bytes.max(1);
+    let fits = matches!(width, 2 | 4) && bytes * width == 16 && items.is_multiple_of(width);
+    (fits && target().has(Feature::Nv(NvFeature::VectorLoad))).then_some(width)
+}
+
+/// The `width` (2 or 4, from [`vector_width`]) elements of `a` from `first`, a multiple of
+/// `width`, in one load.
+#[track_caller]
+pub(crate) fn load_vector<T: Scalar>(a: Array<T>, first: Val<i32>, width: u32) -> Vec<Val<T>> {
+    match width {
+        2 => crate::nv::load_vector::<T, 2>(a.at(first)).to_vec(),
+        _ => crate::nv::load_vector::<T, 4>(a.at(first)).to_vec(),
+    }
+}
 
 /// `items` loads of `a[first + j * block]`; with `guard = Some((n, fill))` a load at or past `n`
 /// gives `fill`.
