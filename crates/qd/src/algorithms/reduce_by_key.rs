@@ -1,8 +1,8 @@
 //! Reduce-by-key in one pass: a segmented scan whose values are pairs (runs started so far, the
 //! reduction of the current run), passed between tiles by the look-back like any other value.
 
-use super::tile::{load_vector, vector_width};
 use super::lookback::{const_pieces, from_pieces, pieces_of, select_pieces, to_pieces, Combine, LookBack, Pieces};
+use super::tile::{load_vector, vector_width};
 use super::{check_len, check_out, device_err, Operator, Result, Tuning, Workspace};
 use crate::ir::SrcLoc;
 use crate::runtime::{Device, DeviceArray};
