@@ -29,7 +29,7 @@ const MAX_HELD_BYTES: u32 = 20 * 8;
 pub(crate) fn default_items(target: &Target, block: u32, key_bytes: usize, value_bytes: usize) -> u32 {
     let pair = (key_bytes + value_bytes) as u32;
     let shared = target.limits().max_shared_bytes.saturating_sub(RESERVED_SHARED);
-    (shared / (block * pair)).min(MAX_HELD_BYTES / pair).min(MAX_ITEMS).max(1)
+    (shared / (block * pair)).min(MAX_HELD_BYTES / pair).clamp(1, MAX_ITEMS)
 }
 
 /// `(c1, v1) + (c2, v2) = (c1 + c2, c2 > 0 ? v2 : op(v1, v2))`: the pair operator of a segmented
