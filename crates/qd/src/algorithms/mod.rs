@@ -158,7 +158,8 @@ impl TileOrder {
 pub struct Tuning {
     /// Threads per block (a multiple of the subgroup width, at most 1024); `None`: 256.
     pub block: Option<u32>,
-    /// Items per thread (1 to 64); `None`: each algorithm's default for the dtype's size.
+    /// Items per thread (1 to 64); `None`: each algorithm's default for the dtype's size (for
+    /// reduce-by-key, also for the target's shared memory).
     pub items: Option<u32>,
     /// How single-pass algorithms pick tiles.
     pub order: TileOrder,

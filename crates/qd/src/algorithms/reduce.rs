@@ -10,8 +10,8 @@ use crate::simt::{block, grid};
 use crate::trace::{if_, var, volatile_load, while_, Kernel, Shuffle, Val};
 
 /// Default items per thread and tile pass: 32 four-byte or 16 eight-byte elements (128 bytes, eight
-/// 16-byte loads in flight). On an H200 at 2^28 i32, 32 items read 1.4% faster than 16 (the
-/// 2026-11-28 record's `shapes28.txt`).
+/// 16-byte loads in flight). On an H200 at 2^28 i32, 32 items read 1.3 to 1.6% faster than 16
+/// (record `2026-11-28-h200-algorithms-s10`).
 pub(crate) const ITEMS_4: u32 = 32;
 pub(crate) const ITEMS_8: u32 = 16;
 

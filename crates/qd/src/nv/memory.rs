@@ -99,7 +99,7 @@ pub fn load_vector<T: Scalar, const N: usize>(elem: Elem<T>) -> [Val<T>; N] {
     require_global(NAME, elem);
     require_nv(NAME, NvFeature::VectorLoad);
     let dsts = nv_op(NvOp::LoadVector, &[T::DTYPE; N], vec![], Some(elem.place()));
-    std::array::from_fn(|k| Val::from_id(dsts.get(k).copied().unwrap_or(dsts[0])))
+    std::array::from_fn(|k| Val::from_id(dsts[k]))
 }
 
 /// An atomic `op` on `elem` (global memory) with `.L2::cache_hint` under a cache policy of
