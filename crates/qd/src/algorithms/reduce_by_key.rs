@@ -2,13 +2,13 @@
 //! reduction of the current run), passed between tiles by the look-back like any other value.
 
 use super::lookback::{const_pieces, from_pieces, pieces_of, select_pieces, to_pieces, Combine, LookBack, Pieces};
-use super::tile::{load_vector, vector_width};
+use super::tile::load_blocked;
 use super::{check_len, check_out, device_err, Operator, Result, Tuning, Workspace};
 use crate::ir::SrcLoc;
 use crate::runtime::{Device, DeviceArray};
 use crate::simt::{block, subgroup};
 use crate::target::Target;
-use crate::trace::{if_, if_else, select, target, var, while_, Array, Kernel, Scalar, Shuffle, Val, Var};
+use crate::trace::{if_, if_else, select, target, var, while_, Kernel, Scalar, Shuffle, Val, Var};
 
 /// Shared memory kept free of the tile's runs: the staged key one past the tile, the scan's slots
 /// and the look-back's words.
@@ -186,24 +186,6 @@ fn reduce_by_key_kernel<K: Scalar, V: Shuffle>(op: &Operator<V>, block: u32, tun
         let prev = var(keys.get((first - 1).min(n - 1).max(0)));
         let ks: Vec<Var<K>> = (0..items).map(|_| var(Val::constant(K::from_bits(0)))).collect();
         let vs: Vec<Var<V>> = (0..items).map(|_| var(op.identity_val())).collect();
-        // `a[first..first + items]` into `into`: 16-byte loads where the target has them and
-        // they tile the items (`first` is then a multiple of their width), else one at a time.
-        fn load_items<T: Scalar>(a: Array<T>, first: Val<i32>, into: &[Var<T>]) {
-            match vector_width::<T>(into.len() as u32) {
-                Some(w) => {
-                    for (c, chunk) in into.chunks(w as usize).enumerate() {
-                        for (v, x) in chunk.iter().zip(load_vector(a, first + c as i32 * w as i32, w)) {
-                            v.set(x);
-                        }
-                    }
-                }
-                None => {
-                    for (j, v) in into.iter().enumerate() {
-                        v.set(a.get(first + j as i32));
-                    }
-                }
-            }
-        }
         let load = |guarded: bool| {
             if guarded {
                 for (j, (k, v)) in ks.iter().zip(&vs).enumerate() {
@@ -214,8 +196,8 @@ fn reduce_by_key_kernel<K: Scalar, V: Shuffle>(op: &Operator<V>, block: u32, tun
                     });
                 }
             } else {
-                load_items(keys, first, &ks);
-                load_items(values, first, &vs);
+                load_blocked(keys, first, &ks);
+                load_blocked(values, first, &vs);
             }
         };
         if_else(full, || load(false), || load(true));

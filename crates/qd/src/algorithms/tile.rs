@@ -8,15 +8,14 @@
 
 use crate::simt::block;
 use crate::target::{Feature, NvFeature};
-use crate::trace::{if_, if_else, target, var, Array, Scalar, Val};
+use crate::trace::{if_, if_else, target, var, Array, Scalar, Val, Var};
 
 /// Elements of `T` per 16-byte vector load where the target has them (`nv.load_vector`) and the
 /// width divides `items`; `None`: one load per element.
 pub(crate) fn vector_width<T: Scalar>(items: u32) -> Option<u32> {
     let bytes = T::DTYPE.size_bytes() as u32;
-    let width = 16 / bytes.max(1);
-    let fits = matches!(width, 2 | 4) && bytes * width == 16 && items.is_multiple_of(width);
-    (fits && target().has(Feature::Nv(NvFeature::VectorLoad))).then_some(width)
+    let fits = matches!(bytes, 4 | 8) && items.is_multiple_of(16 / bytes);
+    (fits && target().has(Feature::Nv(NvFeature::VectorLoad))).then_some(16 / bytes)
 }
 
 /// The `width` (2 or 4, from [`vector_width`]) elements of `a` from `first`, a multiple of
@@ -26,6 +25,27 @@ pub(crate) fn load_vector<T: Scalar>(a: Array<T>, first: Val<i32>, width: u32) -
     match width {
         2 => crate::nv::load_vector::<T, 2>(a.at(first)).to_vec(),
         _ => crate::nv::load_vector::<T, 4>(a.at(first)).to_vec(),
+    }
+}
+
+/// `a[first..first + into.len()]` into `into` (a thread's blocked items): 16-byte loads where the
+/// target has them and they tile the items (`first` is then a multiple of their width), else one
+/// at a time.
+#[track_caller]
+pub(crate) fn load_blocked<T: Scalar>(a: Array<T>, first: Val<i32>, into: &[Var<T>]) {
+    match vector_width::<T>(into.len() as u32) {
+        Some(w) => {
+            for (c, chunk) in into.chunks(w as usize).enumerate() {
+                for (v, x) in chunk.iter().zip(load_vector(a, first + c as i32 * w as i32, w)) {
+                    v.set(x);
+                }
+            }
+        }
+        None => {
+            for (j, v) in into.iter().enumerate() {
+                v.set(a.get(first + j as i32));
+            }
+        }
     }
 }
 

@@ -90,7 +90,7 @@ pub fn load_vector<T: Scalar, const N: usize>(elem: Elem<T>) -> [Val<T>; N] {
     const NAME: &str = "nv.load_vector";
     let _op = op_scope(NAME);
     let bytes = T::DTYPE.size_bytes();
-    if !matches!(N, 2 | 4) || !matches!(bytes, 4 | 8) || N * bytes > 16 || T::DTYPE == DType::Bool {
+    if !matches!(N, 2 | 4) || !matches!(bytes, 4 | 8) || N * bytes > 16 {
         trace_error(
             NAME,
             format!("`{NAME}` loads 2 or 4 elements of 4 or 8 bytes, 16 bytes at most, not {N} x {}", T::DTYPE),

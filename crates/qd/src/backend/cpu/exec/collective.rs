@@ -157,17 +157,17 @@ impl<'a, 'b> BlockExec<'a, 'b> {
         place: &Place,
     ) -> Result<(), EmuError> {
         let (sgi, width) = (path.sg, dsts.len());
-        let array = self.sh.prog.kernel.array_name(place.array).to_string();
+        let len = self.array_len(place.array);
         for l in lanes(path.mask) {
             let i = self.index(kind, loc, sgi, place, l)?;
-            if !i.is_multiple_of(width) {
-                let op = self.op_name(kind);
-                return Err(self.err(Some(loc), EmuErrorKind::Misaligned { op, array, index: i, width }));
-            }
-            let len = self.array_len(place.array);
-            if i + width > len {
-                let (op, index) = (self.op_name(kind), (i + width - 1) as i64);
-                return Err(self.err(Some(loc), EmuErrorKind::OutOfBounds { op, array, index, unsigned: false, len }));
+            if !i.is_multiple_of(width) || i + width > len {
+                let (op, array) = (self.op_name(kind), self.sh.prog.kernel.array_name(place.array).to_string());
+                let error = if i.is_multiple_of(width) {
+                    EmuErrorKind::OutOfBounds { op, array, index: (i + width - 1) as i64, unsigned: false, len }
+                } else {
+                    EmuErrorKind::Misaligned { op, array, index: i, width }
+                };
+                return Err(self.err(Some(loc), error));
             }
             for (k, d) in dsts.iter().enumerate() {
                 let x = self.mem_read(sgi, place.array, i + k, l, LoadKind::Plain);
